@@ -1,0 +1,111 @@
+// Operator CLI: `npm run -s admin -- <resource> <verb> [--flag value …]`.
+// Prints exactly one JSON value on stdout; errors go to stderr with a non-zero exit.
+// It opens the same SQLite file as the running appliance (WAL lets both work at once).
+import { ConfigError, loadConfig, PLANS, type Plan } from '../config.js';
+import { createContext, type AppContext } from '../context.js';
+import { createLogger } from '../core/logger.js';
+import { AppError } from '../core/errors.js';
+import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission } from '../services/api-keys.js';
+import { createTeamWithKey, getTeam, listTeams } from '../services/teams.js';
+
+export const USAGE = `usage: npm run -s admin -- <command>
+  teams create --name NAME --plan ${PLANS.join('|')} --owner EMAIL
+  teams list
+  keys create --team TEAM_ID --name NAME --permission ${PERMISSIONS.join('|')} [--mode ${KEY_MODES.join('|')}]
+  keys list --team TEAM_ID`;
+
+class UsageError extends Error {}
+
+type Flags = Record<string, string>;
+
+function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
+  const words: string[] = [];
+  const flags: Flags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      if (eq > 0) {
+        flags[arg.slice(2, eq)] = arg.slice(eq + 1);
+      } else {
+        const value = argv[i + 1];
+        if (value === undefined || value.startsWith('--')) throw new UsageError(`${arg} needs a value`);
+        flags[arg.slice(2)] = value;
+        i++;
+      }
+    } else {
+      words.push(arg);
+    }
+  }
+  return { words, flags };
+}
+
+function required(flags: Flags, name: string): string {
+  const v = flags[name]?.trim();
+  if (!v) throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], name: string): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unknown> {
+  const command = words.join(' ');
+  switch (command) {
+    case 'teams create': {
+      const owner = required(flags, 'owner');
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(owner)) throw new UsageError('--owner must be an email address');
+      const { team, issued } = await createTeamWithKey(ctx, {
+        name: required(flags, 'name'),
+        plan: oneOf<Plan>(required(flags, 'plan'), PLANS, 'plan'),
+        ownerEmail: owner,
+      });
+      return { team_id: team.id, name: team.name, plan: team.plan, owner_email: team.owner_email, created_at: team.created_at, key_id: issued.key.id, api_key: issued.token };
+    }
+    case 'teams list':
+      return listTeams(ctx);
+    case 'keys create': {
+      const team = await getTeam(ctx, required(flags, 'team'));
+      const { key, token } = await createApiKey(ctx, team.id, {
+        name: required(flags, 'name'),
+        permission: oneOf<Permission>(required(flags, 'permission'), PERMISSIONS, 'permission'),
+        mode: oneOf<KeyMode>(flags.mode ?? 'live', KEY_MODES, 'mode'),
+      });
+      return { team_id: team.id, ...key, api_key: token };
+    }
+    case 'keys list': {
+      const team = await getTeam(ctx, required(flags, 'team'));
+      return listApiKeys(ctx, team.id);
+    }
+    default:
+      throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let ctx: AppContext | undefined;
+  try {
+    const { words, flags } = parseArgs(argv);
+    if (words[0] === 'help' || flags.help !== undefined) {
+      process.stderr.write(`${USAGE}\n`);
+      return 0;
+    }
+    const config = loadConfig();
+    // Logs go to stderr: stdout carries only the JSON answer.
+    ctx = await createContext(config, { logger: createLogger('warn', 2).child({ cli: 'admin' }) });
+    const result = await run(ctx, words, flags);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) process.stderr.write(`error: ${err.message}\n${USAGE}\n`);
+    else if (err instanceof AppError || err instanceof ConfigError) process.stderr.write(`error: ${err.message}\n`);
+    else process.stderr.write(`error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    return err instanceof UsageError ? 2 : 1;
+  } finally {
+    await ctx?.db.destroy();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

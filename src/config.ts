@@ -1,0 +1,185 @@
+// Typed configuration: config/default.json, overridden by MAIL_* environment variables,
+// validated once at start. A bad value stops start-up with a message naming the variable.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { API_KEY_PATTERN } from './core/ids.js';
+
+export const PLANS = ['free', 'starter', 'pro', 'scale', 'enterprise'] as const;
+export type Plan = (typeof PLANS)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface DnsServer {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  dataDir: string;
+  hostname: string;
+  bind: string;
+  apiPort: number;
+  mxPort: number;
+  submissionPort: number;
+  submissionsPort: number;
+  imapPort: number;
+  imapsPort: number;
+  pop3Port: number;
+  pop3sPort: number;
+  /** Empty: the system's resolvers. */
+  dnsServers: DnsServer[];
+  dnsTimeoutMs: number;
+  outboundPort: number;
+  relayUrl: string | null;
+  tlsCert: string | null;
+  tlsKey: string | null;
+  bootstrapApiKey: string | null;
+  defaultPlan: Plan;
+  logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const port = z.coerce
+  .number({ error: 'must be a port number (0..65535)' })
+  .int('must be a port number (0..65535)')
+  .min(0, 'must be a port number (0..65535)')
+  .max(65535, 'must be a port number (0..65535)');
+
+const hostnameRe = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** `host[:port]`, `[v6]:port` or a bare IPv6 address. */
+export function parseDnsServer(spec: string): DnsServer {
+  const s = spec.trim();
+  let host = s;
+  let portNum = 53;
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(s);
+  if (bracketed) {
+    host = bracketed[1]!;
+    if (bracketed[2]) portNum = Number(bracketed[2]);
+  } else if ((s.match(/:/g) ?? []).length === 1) {
+    const [h, p] = s.split(':');
+    host = h!;
+    if (!/^\d+$/.test(p ?? '')) throw new Error(`'${spec}' has a bad port`);
+    portNum = Number(p);
+  }
+  if (!host || portNum < 1 || portNum > 65535) throw new Error(`'${spec}' is not host[:port]`);
+  return { host, port: portNum };
+}
+
+const relayUrl = z
+  .string()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === 'smtp:' || u.protocol === 'smtps:') && u.hostname.length > 0;
+    } catch {
+      return false;
+    }
+  }, 'must be smtp://[user:pass@]host[:port] or smtps://…');
+
+const bootstrapKey = z
+  .string()
+    .regex(API_KEY_PATTERN, 'must look like sk_live_<16+ characters> or sk_test_<16+ characters>');
+
+interface Field<K extends keyof Config> {
+  key: K;
+  env: string;
+  schema: z.ZodType<Config[K]>;
+}
+
+function field<K extends keyof Config>(key: K, env: string, schema: z.ZodType<Config[K]>): Field<K> {
+  return { key, env, schema };
+}
+
+const nullable = (s: z.ZodType<string>) =>
+  z.preprocess((v) => (v === '' ? null : v), s.nullable()) as z.ZodType<string | null>;
+
+/** Every setting, its environment variable and its rule, in one table. */
+const FIELDS = [
+  field('dataDir', 'MAIL_DATA_DIR', z.string().min(1, 'must not be empty')),
+  field('hostname', 'MAIL_HOSTNAME', z.string().regex(hostnameRe, 'must be a DNS host name')),
+  field('bind', 'MAIL_BIND', z.string().min(1, 'must be an address to bind')),
+  field('apiPort', 'MAIL_API_PORT', port),
+  field('mxPort', 'MAIL_MX_PORT', port),
+  field('submissionPort', 'MAIL_SUBMISSION_PORT', port),
+  field('submissionsPort', 'MAIL_SUBMISSIONS_PORT', port),
+  field('imapPort', 'MAIL_IMAP_PORT', port),
+  field('imapsPort', 'MAIL_IMAPS_PORT', port),
+  field('pop3Port', 'MAIL_POP3_PORT', port),
+  field('pop3sPort', 'MAIL_POP3S_PORT', port),
+  field(
+    'dnsServers',
+    'MAIL_DNS_SERVERS',
+    z.preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      z.array(z.string()).transform((list, zctx) => {
+        const out: DnsServer[] = [];
+        for (const item of list) {
+          try {
+            out.push(parseDnsServer(item));
+          } catch (err) {
+            zctx.addIssue({ code: 'custom', message: `must be comma-separated host[:port]: ${(err as Error).message}` });
+            return z.NEVER;
+          }
+        }
+        return out;
+      }),
+    ) as z.ZodType<DnsServer[]>,
+  ),
+  field('dnsTimeoutMs', 'MAIL_DNS_TIMEOUT_MS', z.coerce.number().int().min(100, 'must be at least 100').max(60000, 'must be at most 60000')),
+  field('outboundPort', 'MAIL_OUTBOUND_PORT', port.refine((p) => p > 0, 'must be a port number (1..65535)')),
+  field('relayUrl', 'MAIL_RELAY_URL', nullable(relayUrl)),
+  field('tlsCert', 'MAIL_TLS_CERT', nullable(z.string())),
+  field('tlsKey', 'MAIL_TLS_KEY', nullable(z.string())),
+  field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),
+  field('defaultPlan', 'MAIL_DEFAULT_PLAN', z.enum(PLANS, { error: `must be one of ${PLANS.join(', ')}` })),
+  field('logLevel', 'MAIL_LOG_LEVEL', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
+] as const;
+
+/** The environment variable of each setting, for messages and documentation. */
+export const CONFIG_ENV: Record<keyof Config, string> = Object.fromEntries(FIELDS.map((f) => [f.key, f.env])) as Record<
+  keyof Config,
+  string
+>;
+
+function readDefaults(): Record<string, unknown> {
+  const file = new URL('../config/default.json', import.meta.url);
+  return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * Builds the configuration from the defaults file, then `env`, then `overrides` (tests).
+ * Throws ConfigError naming every bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const defaults = readDefaults();
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const f of FIELDS) {
+    const fromEnv = env[f.env];
+    let raw: unknown = fromEnv !== undefined ? fromEnv : defaults[f.key];
+    if (f.key in overrides) raw = overrides[f.key];
+    if (f.key === 'hostname' && (raw === null || raw === undefined || raw === '')) raw = os.hostname().toLowerCase();
+    const parsed = f.schema.safeParse(raw);
+    if (parsed.success) {
+      out[f.key] = parsed.data;
+    } else {
+      const shown = typeof raw === 'string' ? `'${raw}'` : JSON.stringify(raw);
+      problems.push(`${f.env} ${parsed.error.issues[0]?.message ?? 'is invalid'} (got ${shown})`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  const config = out as unknown as Config;
+  if ((config.tlsCert === null) !== (config.tlsKey === null)) {
+    throw new ConfigError('Invalid configuration: MAIL_TLS_CERT and MAIL_TLS_KEY must be set together');
+  }
+  config.dataDir = path.resolve(config.dataDir);
+  config.hostname = config.hostname.toLowerCase().replace(/\.$/, '');
+  return config;
+}

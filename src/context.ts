@@ -1,0 +1,47 @@
+// The application context: built once by a composition root (appliance.ts, the admin CLI) and handed
+// down to every service and adapter. No module-level singletons, so a test can build another with a
+// fake clock and a loopback DNS server.
+import { readFileSync } from 'node:fs';
+import type { Config } from './config.js';
+import { systemClock, type Clock } from './core/clock.js';
+import { createLogger, type Logger } from './core/logger.js';
+import { loadOrCreateMasterKey } from './core/key-material.js';
+import { SecretBox } from './core/secrets.js';
+import { openDatabase, type Db } from './db/index.js';
+import { createResolver, type DnsResolver } from './dns/resolver.js';
+
+export interface AppContext {
+  readonly config: Config;
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly dns: DnsResolver;
+  readonly log: Logger;
+  /** Seals private material at rest (DKIM keys, later webhook secrets). */
+  readonly secrets: SecretBox;
+  readonly version: string;
+}
+
+export interface ContextOptions {
+  clock?: Clock;
+  logger?: Logger;
+  dns?: DnsResolver;
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Opens (and migrates) the store and wires the ground services. Close with `ctx.db.destroy()`. */
+export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+  const db = await openDatabase(config.dataDir);
+  return {
+    config,
+    db,
+    clock: opts.clock ?? systemClock,
+    dns: opts.dns ?? createResolver(config.dnsServers, config.dnsTimeoutMs),
+    log: opts.logger ?? createLogger(config.logLevel),
+    secrets: new SecretBox(loadOrCreateMasterKey(config.dataDir)),
+    version: packageVersion(),
+  };
+}

@@ -1,0 +1,29 @@
+// Identifiers and random tokens.
+import { randomBytes, randomUUID } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `length` characters of [0-9A-Za-z], uniformly distributed (rejection sampling, no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Opaque resource id (teams, domains, API keys). */
+export function newId(): string {
+  return randomUUID();
+}
+
+/** Public id with a type prefix, e.g. `em_…`, `wf_…`. */
+export function newPublicId(prefix: string): string {
+  return `${prefix}_${randomBase62(24)}`;
+}
+
+/** The shape of an API key value: `sk_live_…` or `sk_test_…` (the box issues 32 base62 characters; operators may bring their own). */
+export const API_KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9_-]{16,128}$/;

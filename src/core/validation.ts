@@ -1,0 +1,54 @@
+// Input validation with zod, with error messages in the spec's words:
+//   "Request body is missing required fields: name, permission"
+//   "to.0: must be a valid email address"
+import { z } from 'zod';
+import { badRequest } from './errors.js';
+
+type Input = unknown;
+
+function valueAt(input: Input, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = input;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+const pathName = (path: readonly PropertyKey[]) => path.map(String).join('.');
+
+/** Turns zod issues into one message in the spec's patterns. */
+export function describeIssues(issues: readonly z.core.$ZodIssue[], input: Input, what: 'body' | 'query'): string {
+  const missing = issues
+    .filter((i) => i.code !== 'custom' && i.path.length > 0 && valueAt(input, i.path) === undefined)
+    .map((i) => pathName(i.path));
+  if (missing.length > 0) {
+    const unique = [...new Set(missing)];
+    return what === 'body'
+      ? `Request body is missing required fields: ${unique.join(', ')}`
+      : `Missing required query parameters: ${unique.join(', ')}`;
+  }
+  const first = issues[0];
+  if (!first) return 'Invalid request';
+  if (first.path.length === 0) return first.message;
+  return what === 'body' ? `${pathName(first.path)}: ${first.message}` : `Invalid query parameter '${pathName(first.path)}': ${first.message}`;
+}
+
+/** Validates a JSON body; anything but an object is refused before the schema runs. */
+export function parseBody<S extends z.ZodType>(schema: S, input: Input): z.output<S> {
+  if (input === undefined || input === null) input = {};
+  if (typeof input !== 'object' || Array.isArray(input)) throw badRequest('Request body must be a JSON object');
+  const result = schema.safeParse(input);
+  if (!result.success) throw badRequest(describeIssues(result.error.issues, input, 'body'));
+  return result.data;
+}
+
+export function parseQuery<S extends z.ZodType>(schema: S, input: Record<string, unknown>): z.output<S> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw badRequest(describeIssues(result.error.issues, input, 'query'));
+  return result.data;
+}
+
+// Shared field rules.
+export const emailAddress = () =>
+  z.string({ error: 'must be a valid email address' }).trim().pipe(z.email({ error: 'must be a valid email address' }));

@@ -1,0 +1,11 @@
+// Ordered list of migrations; knex records the applied names in knex_migrations.
+import type { Knex } from 'knex';
+import * as initial from './001-initial.js';
+
+export interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+export const migrations: Migration[] = [{ name: '001-initial', ...initial }];

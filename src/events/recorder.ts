@@ -1,0 +1,52 @@
+// The durable event log. Services record an event in the same transaction as the change it describes,
+// so an event exists exactly when its change does; the webhook dispatcher delivers from this table.
+import type { Queryable } from '../db/index.js';
+import type { EventType } from './types.js';
+
+export interface EventRecord {
+  id: number;
+  type: EventType;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+interface EventRow {
+  id: number;
+  team_id: string;
+  type: EventType;
+  data: string;
+  created_at: string;
+}
+
+export async function recordEvent(
+  q: Queryable,
+  at: Date,
+  teamId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+): Promise<number> {
+  const [id] = await q('events').insert({ team_id: teamId, type, data: JSON.stringify(data), created_at: at.toISOString() });
+  return id as number;
+}
+
+export interface EventFilter {
+  type?: string | undefined;
+}
+
+/** Newest first. */
+export async function listEvents(
+  q: Queryable,
+  teamId: string,
+  filter: EventFilter,
+  offset: number,
+  limit: number,
+): Promise<{ items: EventRecord[]; total: number }> {
+  const base = q<EventRow>('events').where('team_id', teamId);
+  if (filter.type) base.andWhere('type', filter.type);
+  const [{ n }] = (await base.clone().count({ n: '*' })) as [{ n: number }];
+  const rows = await base.clone().orderBy('id', 'desc').offset(offset).limit(limit);
+  return {
+    total: Number(n),
+    items: rows.map((r) => ({ id: r.id, type: r.type, created_at: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> })),
+  };
+}

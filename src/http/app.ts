@@ -1,0 +1,49 @@
+// The Koa application, built by a factory so tests and the appliance share it.
+// Middleware order: access log → error handler → router → 405/404.
+// Per route: authenticate → read and validate the body and query → handler.
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { AppContext } from '../context.js';
+import { AppError, notFound } from '../core/errors.js';
+import { parseBody, parseQuery } from '../core/validation.js';
+import { accessLog } from './middleware/access-log.js';
+import { authorise } from './middleware/auth.js';
+import { readJsonBody } from './middleware/body.js';
+import { errorHandler } from './middleware/errors.js';
+import { koaPath, type Route } from './route.js';
+import { allRoutes } from './routes/index.js';
+
+function mount(router: Router, app: AppContext, route: Route): void {
+  const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+  router[method](koaPath(route.path), async (ctx) => {
+    const principal = await authorise(app, ctx, route.access);
+    const rawQuery = ctx.query as Record<string, string | string[] | undefined>;
+    const body = route.body ? parseBody(route.body, await readJsonBody(ctx)) : undefined;
+    const query = route.query ? parseQuery(route.query, rawQuery) : undefined;
+    const result = await route.handle({ app, principal, params: ctx.params as Record<string, string>, body, query, rawQuery, koa: ctx });
+    if (result !== undefined) {
+      ctx.status = route.status ?? 200;
+      ctx.body = result;
+    }
+  });
+}
+
+export function createHttpApp(app: AppContext, routes: Route[] = allRoutes): Koa {
+  const koa = new Koa({ proxy: false });
+  koa.silent = true; // errors are logged by errorHandler, once
+  const router = new Router();
+  for (const route of routes) mount(router, app, route);
+
+  koa.use(accessLog(app.log));
+  koa.use(errorHandler(app.log));
+  koa.use(router.routes());
+  koa.use(async (ctx) => {
+    const match = router.match(ctx.path, ctx.method);
+    if (match.path.length > 0) {
+      const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+      throw new AppError(405, 'method_not_allowed', `Method ${ctx.method} not allowed on ${ctx.path}`, { Allow: allowed.join(', ') });
+    }
+    throw notFound(`Route not found: ${ctx.method} ${ctx.path}`);
+  });
+  return koa;
+}

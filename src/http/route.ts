@@ -1,0 +1,74 @@
+// One way to declare an HTTP route: method, path, access, the zod schemas it validates with, and a handler.
+// The same declarations drive the router, the permission check and the OpenAPI document, so they cannot drift.
+import type Koa from 'koa';
+import type { z } from 'zod';
+import type { AppContext } from '../context.js';
+import type { Principal } from '../services/api-keys.js';
+
+/** public: no credential; sending_access: any key; full_access: full_access keys only. */
+export type Access = 'public' | 'sending_access' | 'full_access';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface Request<B, Q, A extends Access> {
+  app: AppContext;
+  principal: A extends 'public' ? null : Principal;
+  params: Record<string, string>;
+  body: Out<B>;
+  query: Out<Q>;
+  /** The raw query string values, for paging. */
+  rawQuery: Record<string, string | string[] | undefined>;
+  koa: Koa.Context;
+}
+
+export interface RouteDef<B extends z.ZodType | undefined, Q extends z.ZodType | undefined, A extends Access> {
+  method: Method;
+  /** OpenAPI style: `/domains/{id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  access: A;
+  body?: B;
+  query?: Q;
+  /** Documents Form A paging parameters (page, per_page, limit). */
+  paged?: boolean;
+  /** Success status; 200 unless stated. */
+  status?: number;
+  /** Documented response body. */
+  response?: z.ZodType;
+  /** Returns the JSON body, or undefined when the handler wrote `koa.body` itself. */
+  handle(req: Request<B, Q, A>): Promise<unknown>;
+}
+
+// Erased form kept in the registry.
+export interface Route {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  access: Access;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  paged?: boolean;
+  status?: number;
+  response?: z.ZodType;
+  handle(req: ErasedRequest): Promise<unknown>;
+}
+
+interface ErasedRequest extends Omit<Request<undefined, undefined, Access>, 'body' | 'query' | 'principal'> {
+  principal: Principal | null;
+  body: unknown;
+  query: unknown;
+}
+
+export function defineRoute<
+  B extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  A extends Access = Access,
+>(def: RouteDef<B, Q, A>): Route {
+  return def as unknown as Route;
+}
+
+/** `/domains/{id}` → `/domains/:id` */
+export const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

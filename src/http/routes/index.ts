@@ -1,0 +1,22 @@
+// Every HTTP route of the appliance, in one list: the router and the OpenAPI document are built from it.
+import { defineRoute, type Route } from '../route.js';
+import { buildOpenApi } from '../openapi.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { domainRoutes } from './domains.js';
+import { eventRoutes } from './events.js';
+import { healthRoutes } from './health.js';
+
+const documented: Route[] = [...healthRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes];
+
+const openApiRoute = defineRoute({
+  method: 'GET',
+  path: '/openapi.json',
+  summary: 'This document (no credential)',
+  tag: 'System',
+  access: 'public',
+  async handle({ app }) {
+    return buildOpenApi(allRoutes, app.version);
+  },
+});
+
+export const allRoutes: Route[] = [...documented, openApiRoute];

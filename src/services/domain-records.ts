@@ -1,0 +1,162 @@
+// The DNS records a customer publishes for a sending domain, and the checks that prove they are there.
+//   SPF   TXT  <domain>                   v=spf1 a:<box> ~all        required: authorises this box to send
+//   DKIM  TXT  <selector>._domainkey.<d>  v=DKIM1; k=rsa; p=<key>    required: one per published key
+//   DMARC TXT  _dmarc.<domain>            v=DMARC1; p=none; rua=…    recommended
+//   MX    MX   <domain>                   <box> (priority 10)        recommended: inbound mail and late bounces
+// The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
+import { spf } from 'mailauth/lib/spf/index.js';
+import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
+
+export type RecordStatus = 'pending' | 'verified' | 'failed';
+export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX';
+
+export interface DnsRecord {
+  /** What the record is for. */
+  record: RecordKind;
+  type: 'TXT' | 'MX' | 'CNAME';
+  name: string;
+  value: string;
+  priority?: number;
+  ttl: 'Auto';
+  /** Needed for the domain to become verified; the others are recommended. */
+  required: boolean;
+  status: RecordStatus;
+  /** Why the last check failed, in words a customer can act on. */
+  reason?: string;
+}
+
+export interface PublishedDkimKey {
+  selector: string;
+  publicKey: string;
+}
+
+export interface CheckResult {
+  status: 'verified' | 'failed';
+  reason?: string;
+}
+
+/** Key of a record in the stored status map; stable across hostname changes. */
+export function recordKey(r: Pick<DnsRecord, 'record' | 'name'>): string {
+  return r.record === 'DKIM' ? `DKIM:${r.name}` : r.record;
+}
+
+export function dkimRecordValue(publicKey: string): string {
+  return `v=DKIM1; k=rsa; p=${publicKey}`;
+}
+
+/** The records to publish for `domain` on a box called `hostname`, every status `pending`. */
+export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[]): DnsRecord[] {
+  const records: DnsRecord[] = [
+    { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
+  ];
+  for (const key of dkim) {
+    records.push({
+      record: 'DKIM',
+      type: 'TXT',
+      name: `${key.selector}._domainkey.${domain}`,
+      value: dkimRecordValue(key.publicKey),
+      ttl: 'Auto',
+      required: true,
+      status: 'pending',
+    });
+  }
+  records.push(
+    {
+      record: 'DMARC',
+      type: 'TXT',
+      name: `_dmarc.${domain}`,
+      value: `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain}`,
+      ttl: 'Auto',
+      required: false,
+      status: 'pending',
+    },
+    { record: 'MX', type: 'MX', name: domain, value: hostname, priority: 10, ttl: 'Auto', required: false, status: 'pending' },
+  );
+  return records;
+}
+
+/** RFC 6376 §3.6.1 tag list: `k=v; k=v`, whitespace around tags and inside values ignored. */
+export function parseTagList(text: string): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    tags.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).replace(/\s+/g, ''));
+  }
+  return tags;
+}
+
+const failed = (reason: string): CheckResult => ({ status: 'failed', reason });
+const verified: CheckResult = { status: 'verified' };
+
+async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Promise<CheckResult> {
+  const records = (await dns.txt(domain)).filter((t) => /^v=spf1(\s|$)/i.test(t.trim()));
+  if (records.length === 0) return failed(`No SPF record (v=spf1) found at ${domain}`);
+  if (records.length > 1) return failed(`${records.length} SPF records found at ${domain}; there must be exactly one (RFC 7208 §4.5)`);
+  const addresses = [...(await dns.a(hostname).catch(() => [])), ...(await dns.aaaa(hostname).catch(() => []))];
+  if (addresses.length === 0) {
+    // The box's own name does not resolve (yet): fall back to reading the record.
+    const terms = records[0]!.toLowerCase().split(/\s+/);
+    const names = ['a', 'mx', 'include'].flatMap((m) => [`${m}:${hostname}`, `+${m}:${hostname}`]);
+    return terms.some((t) => names.includes(t)) ? verified : failed(`SPF record at ${domain} does not name ${hostname} (add a:${hostname})`);
+  }
+  // Evaluate the record as a receiver would, from each of the box's addresses (RFC 7208 §4).
+  const results: string[] = [];
+  for (const ip of addresses) {
+    const res = await spf({
+      sender: `postmaster@${domain}`,
+      ip,
+      helo: hostname,
+      mta: hostname,
+      resolver: (name: string, rrtype: string) => dns.raw(name, rrtype) as Promise<string[] | string[][]>,
+    });
+    const result = res.status.result;
+    if (result === 'pass') return verified;
+    results.push(`${ip}: ${result}`);
+  }
+  return failed(`SPF record at ${domain} does not authorise ${hostname} (${results.join(', ')}); add a:${hostname}`);
+}
+
+async function checkDkim(dns: DnsResolver, name: string, expected: string): Promise<CheckResult> {
+  const records = await dns.txt(name);
+  if (records.length === 0) return failed(`No DKIM record found at ${name}`);
+  const want = parseTagList(expected).get('p');
+  const match = records.some((r) => {
+    const tags = parseTagList(r);
+    return (tags.get('v') ?? 'DKIM1') === 'DKIM1' && tags.get('p') === want;
+  });
+  return match ? verified : failed(`The DKIM record at ${name} does not carry this domain's public key`);
+}
+
+async function checkDmarc(dns: DnsResolver, name: string): Promise<CheckResult> {
+  const records = (await dns.txt(name)).filter((t) => /^v=DMARC1(\s*;|\s*$)/i.test(t.trim()));
+  if (records.length === 0) return failed(`No DMARC record (v=DMARC1) found at ${name}`);
+  if (records.length > 1) return failed(`${records.length} DMARC records found at ${name}; there must be exactly one (RFC 7489 §6.6.3)`);
+  const policy = parseTagList(records[0]!).get('p')?.toLowerCase();
+  return policy && ['none', 'quarantine', 'reject'].includes(policy) ? verified : failed(`The DMARC record at ${name} has no valid p= policy`);
+}
+
+async function checkMx(dns: DnsResolver, domain: string, hostname: string): Promise<CheckResult> {
+  const mx = await dns.mx(domain);
+  if (mx.length === 0) return failed(`No MX record found at ${domain}`);
+  return mx.some((r) => r.exchange === hostname) ? verified : failed(`The MX records of ${domain} do not point at ${hostname}`);
+}
+
+/** Looks one record up through the box's resolver. Never throws: a failed look-up is a failed check. */
+export async function checkRecord(dns: DnsResolver, domain: string, hostname: string, record: DnsRecord): Promise<CheckResult> {
+  try {
+    switch (record.record) {
+      case 'SPF':
+        return await checkSpf(dns, domain, hostname);
+      case 'DKIM':
+        return await checkDkim(dns, record.name, record.value);
+      case 'DMARC':
+        return await checkDmarc(dns, record.name);
+      case 'MX':
+        return await checkMx(dns, domain, hostname);
+    }
+  } catch (err) {
+    if (err instanceof DnsLookupError) return failed(`${err.message}; try again later`);
+    return failed(`Check failed: ${(err as Error).message}`);
+  }
+}
