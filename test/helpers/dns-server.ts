@@ -1,0 +1,101 @@
+// A real DNS server on loopback (dns2, UDP and TCP on the same port), serving a zone the test controls.
+// Stands in for the internet's DNS: the appliance resolves through it via MAIL_DNS_SERVERS.
+import dns2 from 'dns2';
+import type { DnsServer } from '../../src/config.js';
+
+const { Packet } = dns2;
+
+export type RecordType = 'A' | 'AAAA' | 'TXT' | 'MX' | 'CNAME';
+export interface MxValue {
+  exchange: string;
+  priority: number;
+}
+type Value = string | MxValue;
+
+export interface TestDns {
+  server: DnsServer;
+  /** Replaces the records of one type at a name. TXT values longer than 255 bytes are split into strings. */
+  set(type: RecordType, name: string, values: Value[]): void;
+  /** Removes the records of one type at a name (or all types). */
+  remove(name: string, type?: RecordType): void;
+  /** Answers SERVFAIL for this name from now on. */
+  fail(name: string): void;
+  /** The questions asked so far, as `TYPE name`. */
+  queries: string[];
+  stop(): Promise<void>;
+}
+
+const norm = (name: string) => name.toLowerCase().replace(/\.$/, '');
+
+function chunks(text: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += 255) out.push(text.slice(i, i + 255));
+  return out.length ? out : [''];
+}
+
+const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 15: 'MX', 5: 'CNAME' };
+
+export async function startDns(): Promise<TestDns> {
+  const zone = new Map<string, Map<RecordType, Value[]>>();
+  const failing = new Set<string>();
+  const queries: string[] = [];
+
+  const handle: Parameters<typeof dns2.createUDPServer>[0] = (request, send) => {
+    const response = Packet.createResponseFromRequest(request);
+    const [question] = request.questions;
+    if (!question) return send(response);
+    const name = norm(question.name);
+    const type = TYPE_NAMES[question.type];
+    queries.push(`${type ?? question.type} ${name}`);
+    const header = response.header;
+    header.aa = 1;
+    if (failing.has(name)) {
+      header.rcode = 2; // SERVFAIL
+      return send(response);
+    }
+    const records = zone.get(name);
+    if (!records) {
+      header.rcode = 3; // NXDOMAIN
+      return send(response);
+    }
+    for (const value of (type && records.get(type)) || []) {
+      const base = { name: question.name, type: question.type, class: Packet.CLASS.IN, ttl: 60 };
+      if (type === 'TXT') response.answers.push({ ...base, data: chunks(value as string) });
+      else if (type === 'MX') response.answers.push({ ...base, ...(value as MxValue) });
+      else if (type === 'CNAME') response.answers.push({ ...base, domain: value as string });
+      else response.answers.push({ ...base, address: value as string });
+    }
+    send(response);
+  };
+
+  const udp = dns2.createUDPServer(handle);
+  await udp.listen(0, '127.0.0.1');
+  const port = (udp.address() as { port: number }).port;
+  const tcp = dns2.createTCPServer(handle);
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(port, '127.0.0.1', () => resolve());
+  });
+
+  return {
+    server: { host: '127.0.0.1', port },
+    queries,
+    set(type, name, values) {
+      const n = norm(name);
+      if (!zone.has(n)) zone.set(n, new Map());
+      zone.get(n)!.set(type, values);
+      failing.delete(n);
+    },
+    remove(name, type) {
+      const n = norm(name);
+      if (type) zone.get(n)?.delete(type);
+      else zone.delete(n);
+    },
+    fail(name) {
+      failing.add(norm(name));
+    },
+    async stop() {
+      await Promise.all([new Promise<void>((r) => udp.close(() => r())), new Promise<void>((r) => tcp.close(() => r()))]);
+    },
+  };
+}
