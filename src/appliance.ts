@@ -30,6 +30,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
+    await ctx.jobs.start();
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
 
@@ -44,12 +45,14 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await ctx.jobs.stop();
           await ctx.db.destroy();
           ctx.log.info('stopped');
         })()),
     };
   } catch (err) {
     await api?.close(0);
+    await ctx.jobs.stop();
     await ctx.db.destroy();
     throw err;
   }

@@ -9,6 +9,7 @@ import { loadOrCreateMasterKey } from './core/key-material.js';
 import { SecretBox } from './core/secrets.js';
 import { openDatabase, type Db } from './db/index.js';
 import { createResolver, type DnsResolver } from './dns/resolver.js';
+import { JobQueue, type WorkerOptions } from './jobs/queue.js';
 
 export interface AppContext {
   readonly config: Config;
@@ -18,6 +19,8 @@ export interface AppContext {
   readonly log: Logger;
   /** Seals private material at rest (DKIM keys, later webhook secrets). */
   readonly secrets: SecretBox;
+  /** The durable job queue: services enqueue in their transactions; the appliance runs the worker. */
+  readonly jobs: JobQueue;
   readonly version: string;
 }
 
@@ -25,6 +28,7 @@ export interface ContextOptions {
   clock?: Clock;
   logger?: Logger;
   dns?: DnsResolver;
+  jobs?: Partial<WorkerOptions>;
 }
 
 function packageVersion(): string {
@@ -35,13 +39,16 @@ function packageVersion(): string {
 /** Opens (and migrates) the store and wires the ground services. Close with `ctx.db.destroy()`. */
 export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
   const db = await openDatabase(config.dataDir);
+  const clock = opts.clock ?? systemClock;
+  const log = opts.logger ?? createLogger(config.logLevel);
   return {
     config,
     db,
-    clock: opts.clock ?? systemClock,
+    clock,
     dns: opts.dns ?? createResolver(config.dnsServers, config.dnsTimeoutMs),
-    log: opts.logger ?? createLogger(config.logLevel),
+    log,
     secrets: new SecretBox(loadOrCreateMasterKey(config.dataDir)),
+    jobs: new JobQueue(db, clock, log, opts.jobs),
     version: packageVersion(),
   };
 }

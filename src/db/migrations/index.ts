@@ -1,6 +1,7 @@
 // Ordered list of migrations; knex records the applied names in knex_migrations.
 import type { Knex } from 'knex';
 import * as initial from './001-initial.js';
+import * as jobs from './002-jobs.js';
 
 export interface Migration {
   name: string;
@@ -8,4 +9,7 @@ export interface Migration {
   down(knex: Knex): Promise<void>;
 }
 
-export const migrations: Migration[] = [{ name: '001-initial', ...initial }];
+export const migrations: Migration[] = [
+  { name: '001-initial', ...initial },
+  { name: '002-jobs', ...jobs },
+];

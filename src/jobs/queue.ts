@@ -1,0 +1,253 @@
+// The durable job queue: generic machinery that knows no job kind. Services enqueue inside their own
+// transaction (so a job exists exactly when the change that needs it does); the worker leases due jobs,
+// runs the handler registered for their kind, and deletes, reschedules or buries them.
+//
+// Delivery is at-least-once: a job whose worker died is run again once its lease expires (and every lease
+// is released when the appliance starts, since one process owns the database). Handlers must therefore be
+// idempotent in effect.
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Db, Queryable } from '../db/index.js';
+
+export interface Job<P = unknown> {
+  id: number;
+  kind: string;
+  payload: P;
+  runAt: Date;
+  /** Runs started so far, this one included. */
+  attempts: number;
+}
+
+/** What a handler answers: nothing (done, the job is deleted) or when to run it again. */
+export type JobOutcome = void | { retryAt: Date; error?: string };
+export type JobHandler = (job: Job) => Promise<JobOutcome>;
+
+export interface EnqueueOptions {
+  /** Due from then on; now when omitted. */
+  runAt?: Date;
+  /** At most one job per key: a second enqueue with the same key is ignored while the first exists. */
+  dedupeKey?: string;
+}
+
+export interface WorkerOptions {
+  /** Handlers running at once. */
+  concurrency: number;
+  /** Jobs leased per query. */
+  batch: number;
+  /** How long a leased job is held before another worker may take it (ms). */
+  leaseMs: number;
+  /** Poll interval when idle (ms); enqueues wake the worker sooner. */
+  pollMs: number;
+  /** A handler that throws this many times is buried (state dead) for an operator to look at. */
+  maxAttempts: number;
+}
+
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 32, batch: 64, leaseMs: 5 * 60_000, pollMs: 250, maxAttempts: 10 };
+
+interface JobRow {
+  id: number;
+  kind: string;
+  payload: string;
+  run_at: number;
+  attempts: number;
+}
+
+/** Wait after the n-th thrown error: 10 s, 20 s, 40 s … capped at an hour. */
+export function errorBackoffMs(attempts: number): number {
+  return Math.min(10_000 * 2 ** Math.max(0, attempts - 1), 3_600_000);
+}
+
+export class JobQueue {
+  private readonly handlers = new Map<string, JobHandler>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly opts: WorkerOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private filling = false;
+  private refill = false;
+  private started = false;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    opts: Partial<WorkerOptions> = {},
+  ) {
+    this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts };
+  }
+
+  /**
+   * Adds a job, in the caller's transaction when `q` is one; the worker is woken once it commits.
+   * Returns the job id, or null when `dedupeKey` already names a job.
+   */
+  async enqueue(q: Queryable, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<number | null> {
+    const now = this.clock.now().getTime();
+    const row = {
+      kind,
+      payload: JSON.stringify(payload ?? null),
+      run_at: (opts.runAt ?? this.clock.now()).getTime(),
+      created_at: now,
+      dedupe_key: opts.dedupeKey ?? null,
+    };
+    let id: number;
+    try {
+      [id] = (await q('jobs').insert(row)) as [number];
+    } catch (err) {
+      if (opts.dedupeKey && /UNIQUE constraint failed: jobs.dedupe_key/.test(String((err as Error).message))) return null;
+      throw err;
+    }
+    if (row.run_at <= now) {
+      const tx = q as Partial<{ executionPromise: Promise<unknown>; isTransaction: boolean }>;
+      if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(() => this.wake(), () => undefined);
+      else this.wake();
+    }
+    return id;
+  }
+
+  /** Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. */
+  async reschedule(q: Queryable, id: number, runAt: Date): Promise<boolean> {
+    const n = await q('jobs').where({ id, state: 'ready' }).whereNull('lease_until').update({ run_at: runAt.getTime() });
+    return n > 0;
+  }
+
+  /** Removes a job that has not started (e.g. a cancelled send). False when it is running or gone. */
+  async cancel(q: Queryable, id: number): Promise<boolean> {
+    const n = await q('jobs').where({ id }).whereNull('lease_until').delete();
+    return n > 0;
+  }
+
+  register(kind: string, handler: JobHandler): void {
+    if (this.handlers.has(kind)) throw new Error(`job kind ${kind} already has a handler`);
+    this.handlers.set(kind, handler);
+  }
+
+  /** Starts working. Leases left by a previous process are released: this process owns the queue now. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await this.db('jobs').whereNotNull('lease_until').update({ lease_until: null });
+    this.wake();
+  }
+
+  /** Stops leasing and waits for running handlers to finish. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** Looks for due work now rather than at the next poll. */
+  wake(): void {
+    if (!this.started || this.stopped) return;
+    setImmediate(() => void this.fill());
+  }
+
+  /**
+   * Runs every job due at the clock's current time, and those they make due, until none is left
+   * (tests move a fake clock and then drain). Works whether or not the worker was started.
+   */
+  async drain(): Promise<number> {
+    let ran = 0;
+    for (;;) {
+      const free = this.opts.concurrency - this.running.size;
+      const jobs = free > 0 ? await this.lease(Math.min(free, this.opts.batch)) : [];
+      for (const job of jobs) this.launch(job);
+      ran += jobs.length;
+      if (this.running.size === 0) return ran;
+      await Promise.race(this.running);
+    }
+  }
+
+  /** Count of jobs by state, for health and tests. */
+  async stats(): Promise<{ ready: number; dead: number; due: number }> {
+    const now = this.clock.now().getTime();
+    const rows = (await this.db('jobs')
+      .select('state')
+      .count({ n: '*' })
+      .sum({ due: this.db.raw('CASE WHEN run_at <= ? THEN 1 ELSE 0 END', [now]) })
+      .groupBy('state')) as Array<{ state: string; n: number; due: number | null }>;
+    const by = (s: string) => rows.find((r) => r.state === s);
+    return { ready: Number(by('ready')?.n ?? 0), dead: Number(by('dead')?.n ?? 0), due: Number(by('ready')?.due ?? 0) };
+  }
+
+  private async fill(): Promise<void> {
+    if (this.filling) {
+      this.refill = true;
+      return;
+    }
+    this.filling = true;
+    try {
+      do {
+        this.refill = false;
+        while (!this.stopped) {
+          const free = this.opts.concurrency - this.running.size;
+          if (free <= 0) break;
+          const jobs = await this.lease(Math.min(free, this.opts.batch));
+          for (const job of jobs) this.launch(job);
+          if (jobs.length < Math.min(free, this.opts.batch)) break;
+        }
+      } while (this.refill && !this.stopped);
+    } catch (err) {
+      this.log.error({ err }, 'job queue: leasing failed');
+    } finally {
+      this.filling = false;
+      if (!this.stopped) {
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => void this.fill(), this.opts.pollMs);
+        this.timer.unref();
+      }
+    }
+  }
+
+  private async lease(limit: number): Promise<Job[]> {
+    const now = this.clock.now().getTime();
+    const rows = (await this.db.raw(
+      `UPDATE jobs SET lease_until = ?, attempts = attempts + 1
+       WHERE id IN (
+         SELECT id FROM jobs
+         WHERE state = 'ready' AND run_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+         ORDER BY run_at, id LIMIT ?)
+       RETURNING id, kind, payload, run_at, attempts`,
+      [now + this.opts.leaseMs, now, now, limit],
+    )) as JobRow[];
+    return rows
+      .sort((a, b) => a.run_at - b.run_at || a.id - b.id)
+      .map((r) => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload) as unknown, runAt: new Date(Number(r.run_at)), attempts: r.attempts }));
+  }
+
+  private launch(job: Job): void {
+    const p: Promise<void> = this.execute(job).finally(() => {
+      this.running.delete(p);
+      this.wake();
+    });
+    this.running.add(p);
+  }
+
+  private async execute(job: Job): Promise<void> {
+    const handler = this.handlers.get(job.kind);
+    try {
+      if (!handler) throw new Error(`no handler registered for job kind ${job.kind}`);
+      const outcome = await handler(job);
+      if (outcome && outcome.retryAt) {
+        await this.db('jobs')
+          .where({ id: job.id })
+          .update({ run_at: outcome.retryAt.getTime(), lease_until: null, last_error: outcome.error ?? null });
+      } else {
+        await this.db('jobs').where({ id: job.id }).delete();
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const dead = !handler || job.attempts >= this.opts.maxAttempts;
+      this.log.error({ err, job: job.id, kind: job.kind, attempts: job.attempts, dead }, 'job failed');
+      await this.db('jobs')
+        .where({ id: job.id })
+        .update({
+          state: dead ? 'dead' : 'ready',
+          run_at: this.clock.now().getTime() + errorBackoffMs(job.attempts),
+          lease_until: null,
+          last_error: message.slice(0, 2000),
+        })
+        .catch((e: unknown) => this.log.error({ err: e, job: job.id }, 'job queue: could not record a failure'));
+    }
+  }
+}

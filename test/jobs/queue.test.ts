@@ -1,0 +1,202 @@
+// The durable job queue over a real SQLite file, driven by a fake clock.
+import t, { type Test } from 'tap';
+import { rmSync } from 'node:fs';
+import { createContext, type AppContext } from '../../src/context.js';
+import { FakeClock, MINUTE, SECOND } from '../../src/core/clock.js';
+import { errorBackoffMs, JobQueue, type Job } from '../../src/jobs/queue.js';
+import { testConfig } from '../helpers/app.js';
+
+async function setup(t: Test, opts: ConstructorParameters<typeof JobQueue>[3] = {}) {
+  const clock = new FakeClock('2026-05-01T00:00:00.000Z');
+  const config = testConfig();
+  const ctx: AppContext = await createContext(config, { clock, jobs: opts });
+  t.teardown(async () => {
+    await ctx.jobs.stop();
+    await ctx.db.destroy();
+    rmSync(config.dataDir, { recursive: true, force: true });
+  });
+  return { ctx, clock, queue: ctx.jobs };
+}
+
+const rows = (ctx: AppContext) => ctx.db('jobs').select('*').orderBy('id');
+
+t.test('a due job runs once with its payload and is then deleted', async (t) => {
+  const { ctx, queue } = await setup(t);
+  const seen: Job[] = [];
+  queue.register('greet', async (job) => void seen.push(job));
+  const id = await queue.enqueue(ctx.db, 'greet', { to: 'world' });
+  t.type(id, 'number');
+  t.equal(await queue.drain(), 1);
+  t.equal(seen.length, 1);
+  t.same(seen[0]!.payload, { to: 'world' });
+  t.equal(seen[0]!.attempts, 1);
+  t.same(await rows(ctx), []);
+  t.equal(await queue.drain(), 0, 'nothing runs twice');
+});
+
+t.test('a job waits for its time on the clock', async (t) => {
+  const { ctx, clock, queue } = await setup(t);
+  let ran = 0;
+  queue.register('later', async () => void ran++);
+  await queue.enqueue(ctx.db, 'later', {}, { runAt: new Date(clock.now().getTime() + 10 * MINUTE) });
+  t.equal(await queue.drain(), 0);
+  clock.advance(10 * MINUTE - 1);
+  t.equal(await queue.drain(), 0);
+  clock.advance(1);
+  t.equal(await queue.drain(), 1);
+  t.equal(ran, 1);
+});
+
+t.test('due jobs run in run_at order', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 1 });
+  const order: string[] = [];
+  queue.register('k', async (job) => void order.push((job.payload as { n: string }).n));
+  const at = (s: number) => new Date(clock.now().getTime() + s * SECOND);
+  await queue.enqueue(ctx.db, 'k', { n: 'c' }, { runAt: at(3) });
+  await queue.enqueue(ctx.db, 'k', { n: 'a' }, { runAt: at(1) });
+  await queue.enqueue(ctx.db, 'k', { n: 'b' }, { runAt: at(2) });
+  clock.advance(5 * SECOND);
+  await queue.drain();
+  t.same(order, ['a', 'b', 'c']);
+});
+
+t.test('a handler can ask to run again later', async (t) => {
+  const { ctx, clock, queue } = await setup(t);
+  const attempts: number[] = [];
+  queue.register('retry', async (job) => {
+    attempts.push(job.attempts);
+    if (job.attempts < 3) return { retryAt: new Date(clock.now().getTime() + MINUTE), error: `try ${job.attempts}` };
+  });
+  await queue.enqueue(ctx.db, 'retry', {});
+  await queue.drain();
+  const [row] = await rows(ctx);
+  t.equal(row.last_error, 'try 1');
+  t.equal(row.lease_until, null);
+  clock.advance(MINUTE);
+  await queue.drain();
+  clock.advance(MINUTE);
+  await queue.drain();
+  t.same(attempts, [1, 2, 3]);
+  t.same(await rows(ctx), []);
+});
+
+t.test('a throwing handler backs off and is buried after maxAttempts', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { maxAttempts: 3 });
+  let calls = 0;
+  queue.register('boom', async () => {
+    calls++;
+    throw new Error('kaput');
+  });
+  await queue.enqueue(ctx.db, 'boom', {});
+  await queue.drain();
+  let [row] = await rows(ctx);
+  t.equal(row.state, 'ready');
+  t.equal(Number(row.run_at), clock.now().getTime() + errorBackoffMs(1));
+  t.equal(row.last_error, 'kaput');
+  clock.advance(errorBackoffMs(1));
+  await queue.drain();
+  clock.advance(errorBackoffMs(2));
+  await queue.drain();
+  [row] = await rows(ctx);
+  t.equal(row.state, 'dead');
+  t.equal(calls, 3);
+  clock.advance(errorBackoffMs(10));
+  t.equal(await queue.drain(), 0, 'a dead job never runs');
+  t.same(await queue.stats(), { ready: 0, dead: 1, due: 0 });
+});
+
+t.test('an unknown kind is buried at once', async (t) => {
+  const { ctx, queue } = await setup(t);
+  await queue.enqueue(ctx.db, 'nobody-handles-this', {});
+  await queue.drain();
+  const [row] = await rows(ctx);
+  t.equal(row.state, 'dead');
+  t.match(row.last_error, /no handler/);
+});
+
+t.test('enqueue joins the caller’s transaction', async (t) => {
+  const { ctx, queue } = await setup(t);
+  queue.register('tx', async () => undefined);
+  await t.rejects(
+    ctx.db.transaction(async (trx) => {
+      await queue.enqueue(trx, 'tx', {});
+      throw new Error('roll back');
+    }),
+  );
+  t.same(await rows(ctx), [], 'rolled back with the transaction');
+  await ctx.db.transaction(async (trx) => {
+    await queue.enqueue(trx, 'tx', {});
+  });
+  t.equal((await rows(ctx)).length, 1);
+});
+
+t.test('a dedupe key allows one live job', async (t) => {
+  const { ctx, queue } = await setup(t);
+  queue.register('d', async () => undefined);
+  t.type(await queue.enqueue(ctx.db, 'd', {}, { dedupeKey: 'x' }), 'number');
+  t.equal(await queue.enqueue(ctx.db, 'd', {}, { dedupeKey: 'x' }), null);
+  await queue.drain();
+  t.type(await queue.enqueue(ctx.db, 'd', {}, { dedupeKey: 'x' }), 'number', 'free again once done');
+});
+
+t.test('reschedule and cancel touch only waiting jobs', async (t) => {
+  const { ctx, clock, queue } = await setup(t);
+  let ran = 0;
+  queue.register('s', async () => void ran++);
+  const id = (await queue.enqueue(ctx.db, 's', {}, { runAt: new Date(clock.now().getTime() + MINUTE) }))!;
+  t.ok(await queue.reschedule(ctx.db, id, new Date(clock.now().getTime() + 2 * MINUTE)));
+  clock.advance(MINUTE);
+  t.equal(await queue.drain(), 0, 'moved later');
+  t.ok(await queue.cancel(ctx.db, id));
+  clock.advance(MINUTE);
+  t.equal(await queue.drain(), 0, 'cancelled');
+  t.notOk(await queue.cancel(ctx.db, id), 'already gone');
+  t.equal(ran, 0);
+});
+
+t.test('a lease held by a dead worker expires; start() releases leases left by a previous process', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { leaseMs: 5 * MINUTE });
+  let ran = 0;
+  queue.register('crash', async () => void ran++);
+  const id = await queue.enqueue(ctx.db, 'crash', {});
+  // As if a worker had leased it and died.
+  await ctx.db('jobs').where({ id }).update({ lease_until: clock.now().getTime() + 5 * MINUTE, attempts: 1 });
+  t.equal(await queue.drain(), 0, 'held by the lease');
+  clock.advance(5 * MINUTE);
+  t.equal(await queue.drain(), 1, 'taken again when the lease expires');
+  t.equal(ran, 1);
+
+  const id2 = await queue.enqueue(ctx.db, 'crash', {});
+  await ctx.db('jobs').where({ id: id2 }).update({ lease_until: clock.now().getTime() + 5 * MINUTE });
+  await queue.start();
+  await queue.drain();
+  t.equal(ran, 2, 'released at start');
+});
+
+t.test('a started worker picks up a committed job without being drained', async (t) => {
+  const { ctx, queue } = await setup(t, { pollMs: 60_000 });
+  const done = new Promise<unknown>((resolve) => queue.register('wake', async (job) => resolve(job.payload)));
+  await queue.start();
+  await ctx.db.transaction(async (trx) => {
+    await queue.enqueue(trx, 'wake', { n: 1 });
+  });
+  t.same(await done, { n: 1 }, 'woken by the commit, not by the (minute-long) poll');
+});
+
+t.test('no more than `concurrency` handlers run at once', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 3, batch: 10 });
+  let now = 0;
+  let peak = 0;
+  queue.register('c', async () => {
+    peak = Math.max(peak, ++now);
+    await new Promise((r) => setImmediate(r));
+    now--;
+  });
+  for (let i = 0; i < 20; i++) await queue.enqueue(ctx.db, 'c', { i });
+  await queue.start();
+  await queue.drain();
+  await queue.stop();
+  t.equal(await ctx.db('jobs').count({ n: '*' }).first().then((r) => Number(r?.n)), 0);
+  t.ok(peak <= 3, `peak ${peak} within the limit`);
+  t.ok(peak >= 2, `peak ${peak}: handlers do overlap`);
+});
