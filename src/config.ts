@@ -53,6 +53,11 @@ const port = z.coerce
 
 const hostnameRe = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
+/** `host:port`, bracketed for IPv6. */
+export function formatDnsServer(s: DnsServer): string {
+  return s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`;
+}
+
 /** `host[:port]`, `[v6]:port` or a bare IPv6 address. */
 export function parseDnsServer(spec: string): DnsServer {
   const s = spec.trim();
@@ -117,7 +122,12 @@ const FIELDS = [
     'dnsServers',
     'MAIL_DNS_SERVERS',
     z.preprocess(
-      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      (v) =>
+        typeof v === 'string'
+          ? v.split(',').map((s) => s.trim()).filter(Boolean)
+          : Array.isArray(v)
+            ? v.map((s: unknown) => (s && typeof s === 'object' ? formatDnsServer(s as DnsServer) : s))
+            : v,
       z.array(z.string()).transform((list, zctx) => {
         const out: DnsServer[] = [];
         for (const item of list) {

@@ -1,7 +1,7 @@
 // One resolver for every look-up the box makes, over the configured servers (MAIL_DNS_SERVERS),
 // so tests can point it at a dns2 server on loopback.
 import { promises as dns } from 'node:dns';
-import type { DnsServer } from '../config.js';
+import { formatDnsServer, type DnsServer } from '../config.js';
 
 export interface MxRecord {
   exchange: string;
@@ -32,13 +32,9 @@ export interface DnsResolver {
 
 const NO_DATA = new Set<string>([dns.NOTFOUND, dns.NODATA]);
 
-function formatServer(s: DnsServer): string {
-  return s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`;
-}
-
 export function createResolver(servers: DnsServer[], timeoutMs: number): DnsResolver {
   const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 2 });
-  if (servers.length > 0) resolver.setServers(servers.map(formatServer));
+  if (servers.length > 0) resolver.setServers(servers.map(formatDnsServer));
 
   async function lookup<T>(rrtype: string, name: string, fn: () => Promise<T[]>): Promise<T[]> {
     try {

@@ -122,7 +122,7 @@ export async function createApiKey(ctx: AppContext, teamId: string, input: Creat
 
 /** Oldest first. */
 export async function listApiKeys(ctx: AppContext, teamId: string): Promise<ApiKeyView[]> {
-  const rows = await ctx.db<ApiKeyRow>('api_keys').where('team_id', teamId).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const rows = await ctx.db<ApiKeyRow>('api_keys').where('team_id', teamId).orderByRaw('created_at ASC, rowid ASC');
   return rows.map(view);
 }
 

@@ -75,13 +75,18 @@ export function expectedRecords(domain: string, hostname: string, dkim: Publishe
   return records;
 }
 
-/** RFC 6376 §3.6.1 tag list: `k=v; k=v`, whitespace around tags and inside values ignored. */
-export function parseTagList(text: string): Map<string, string> {
+/**
+ * RFC 6376 §3.2 tag list: `k=v; k=v`, whitespace around tags and inside values ignored.
+ * Null when a tag repeats, which makes the whole list invalid.
+ */
+export function parseTagList(text: string): Map<string, string> | null {
   const tags = new Map<string, string>();
   for (const part of text.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    tags.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).replace(/\s+/g, ''));
+    const name = part.slice(0, eq).trim().toLowerCase();
+    if (tags.has(name)) return null;
+    tags.set(name, part.slice(eq + 1).replace(/\s+/g, ''));
   }
   return tags;
 }
@@ -100,8 +105,9 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Pro
     const names = ['a', 'mx', 'include'].flatMap((m) => [`${m}:${hostname}`, `+${m}:${hostname}`]);
     return terms.some((t) => names.includes(t)) ? verified : failed(`SPF record at ${domain} does not name ${hostname} (add a:${hostname})`);
   }
-  // Evaluate the record as a receiver would, from each of the box's addresses (RFC 7208 §4).
-  const results: string[] = [];
+  // Evaluate the record as a receiver would (RFC 7208 §4), from every address the box may send from:
+  // one that fails would fail SPF for the mail that leaves through it.
+  const failures: string[] = [];
   for (const ip of addresses) {
     const res = await spf({
       sender: `postmaster@${domain}`,
@@ -110,20 +116,20 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Pro
       mta: hostname,
       resolver: (name: string, rrtype: string) => dns.raw(name, rrtype) as Promise<string[] | string[][]>,
     });
-    const result = res.status.result;
-    if (result === 'pass') return verified;
-    results.push(`${ip}: ${result}`);
+    if (res.status.result !== 'pass') failures.push(`${ip}: ${res.status.result}`);
   }
-  return failed(`SPF record at ${domain} does not authorise ${hostname} (${results.join(', ')}); add a:${hostname}`);
+  return failures.length === 0
+    ? verified
+    : failed(`SPF record at ${domain} does not authorise ${hostname} (${failures.join(', ')}); add a:${hostname}`);
 }
 
 async function checkDkim(dns: DnsResolver, name: string, expected: string): Promise<CheckResult> {
   const records = await dns.txt(name);
   if (records.length === 0) return failed(`No DKIM record found at ${name}`);
-  const want = parseTagList(expected).get('p');
+  const want = parseTagList(expected)?.get('p');
   const match = records.some((r) => {
     const tags = parseTagList(r);
-    return (tags.get('v') ?? 'DKIM1') === 'DKIM1' && tags.get('p') === want;
+    return tags !== null && (tags.get('v') ?? 'DKIM1') === 'DKIM1' && tags.get('p') === want;
   });
   return match ? verified : failed(`The DKIM record at ${name} does not carry this domain's public key`);
 }
@@ -132,7 +138,7 @@ async function checkDmarc(dns: DnsResolver, name: string): Promise<CheckResult> 
   const records = (await dns.txt(name)).filter((t) => /^v=DMARC1(\s*;|\s*$)/i.test(t.trim()));
   if (records.length === 0) return failed(`No DMARC record (v=DMARC1) found at ${name}`);
   if (records.length > 1) return failed(`${records.length} DMARC records found at ${name}; there must be exactly one (RFC 7489 §6.6.3)`);
-  const policy = parseTagList(records[0]!).get('p')?.toLowerCase();
+  const policy = parseTagList(records[0]!)?.get('p')?.toLowerCase();
   return policy && ['none', 'quarantine', 'reject'].includes(policy) ? verified : failed(`The DMARC record at ${name} has no valid p= policy`);
 }
 

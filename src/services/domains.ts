@@ -83,9 +83,10 @@ const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
  * Returns null when it is not a registrable host name (no IP literals, no single labels).
  */
 export function normaliseDomainName(input: string): string | null {
-  const trimmed = input.trim().replace(/\.$/, '');
+  const trimmed = input.trim();
   if (!trimmed || /[\s/@:\\?#]/.test(trimmed)) return null;
-  const ascii = domainToASCII(trimmed.toLowerCase());
+  // IDNA mapping first: it turns ideographic full stops into dots, a trailing root one included.
+  const ascii = domainToASCII(trimmed.toLowerCase()).replace(/\.$/, '');
   if (!ascii || ascii.length > 253) return null;
   const labels = ascii.split('.');
   if (labels.length < 2 || !labels.every((l) => LABEL_RE.test(l))) return null;
@@ -171,10 +172,10 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
     return await ctx.db.transaction(async (trx) => {
       const team = await trx<{ id: string; plan: Plan }>('teams').where('id', teamId).first('plan');
       if (!team) throw notFound('Team not found');
+      if (await trx('domains').where({ name }).first('id')) throw conflict(`Domain '${name}' already exists`);
       const cap = limitsFor(team.plan).domains;
       const [{ n }] = (await trx('domains').where('team_id', teamId).count({ n: '*' })) as [{ n: number }];
       if (Number(n) >= cap) throw forbidden(`Domain limit reached: the ${team.plan} plan allows ${cap} domains`);
-      if (await trx('domains').where({ name }).first('id')) throw conflict(`Domain '${name}' already exists`);
       const row: DomainRow = {
         id,
         team_id: teamId,
@@ -204,7 +205,8 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
 
 /** Newest first. */
 export async function listDomains(ctx: AppContext, teamId: string): Promise<Domain[]> {
-  const rows = await ctx.db<DomainRow>('domains').where('team_id', teamId).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  // rowid breaks ties between domains created in the same millisecond: insertion order.
+  const rows = await ctx.db<DomainRow>('domains').where('team_id', teamId).orderByRaw('created_at DESC, rowid DESC');
   const keys = await loadKeys(ctx.db, rows.map((r) => r.id));
   return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config.hostname));
 }

@@ -39,7 +39,7 @@ export async function createTeamWithKey(ctx: AppContext, input: CreateTeamInput)
 
 /** Oldest first. */
 export async function listTeams(ctx: AppContext): Promise<Team[]> {
-  return ctx.db<Team>('teams').select('id', 'name', 'plan', 'owner_email', 'created_at').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  return ctx.db<Team>('teams').select('id', 'name', 'plan', 'owner_email', 'created_at').orderByRaw('created_at ASC, rowid ASC');
 }
 
 export async function getTeam(ctx: AppContext, id: string): Promise<Team> {

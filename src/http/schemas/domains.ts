@@ -7,7 +7,8 @@ const tlsMode = z.enum(TLS_MODES, { error: `must be one of ${TLS_MODES.join(', '
 
 export const CreateDomain = z
   .object({
-    name: z.string({ error: 'must be a string' }).min(1, 'must be a valid domain name').max(253, 'must be a valid domain name'),
+    // The real length rule (253 octets in ASCII form) is applied after normalisation; this only bounds input.
+    name: z.string({ error: 'must be a string' }).min(1, 'must be a valid domain name').max(1024, 'must be a valid domain name'),
     region: region.default('eu-west-1'),
     open_tracking: boolean().default(false),
     click_tracking: boolean().default(false),
