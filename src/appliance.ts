@@ -7,9 +7,15 @@ import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
 import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
+import { deliverEmail } from './services/delivery.js';
+import { DELIVER_JOB } from './services/emails.js';
+import { createMta } from './mta/deliver.js';
+import type { Mta } from './mta/types.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
+  /** The outbound MTA; built from the config when omitted. */
+  mta?: Mta;
 }
 
 export interface Appliance {
@@ -27,9 +33,24 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, opts);
   let api: RunningServer | undefined;
+  let mta: Mta | undefined;
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
+    mta =
+      opts.mta ??
+      createMta({
+        dns: ctx.dns,
+        hostname: config.hostname,
+        outboundPort: config.outboundPort,
+        relayUrl: config.relayUrl,
+        routes: config.routes,
+        connectionsPerHost: config.connectionsPerHost,
+        smtpTimeoutMs: config.smtpTimeoutMs,
+        log: ctx.log.child({ component: 'mta' }),
+      });
+    const outbound = mta;
+    ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
     await ctx.jobs.start();
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
@@ -46,6 +67,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
         (stopping ??= (async () => {
           await server.close();
           await ctx.jobs.stop();
+          await outbound.close();
           await ctx.db.destroy();
           ctx.log.info('stopped');
         })()),
@@ -53,6 +75,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   } catch (err) {
     await api?.close(0);
     await ctx.jobs.stop();
+    await mta?.close();
     await ctx.db.destroy();
     throw err;
   }

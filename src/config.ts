@@ -17,6 +17,14 @@ export interface DnsServer {
   port: number;
 }
 
+/** A delivery route: recipient domains (or MX hosts, `mx:` prefix) matched by glob go through `relay`, or directly when null. */
+export interface RouteRule {
+  name: string;
+  /** e.g. `outlook.com`, `*.outlook.com`, `mx:*.protection.outlook.com`. */
+  match: string[];
+  relay: string | null;
+}
+
 export interface Config {
   dataDir: string;
   hostname: string;
@@ -34,6 +42,14 @@ export interface Config {
   dnsTimeoutMs: number;
   outboundPort: number;
   relayUrl: string | null;
+  /** Per-destination routes, tried in order before the global relay. */
+  routes: RouteRule[];
+  /** Deliveries (jobs) running at once. */
+  deliveryConcurrency: number;
+  /** SMTP connections kept per destination host (or relay). */
+  connectionsPerHost: number;
+  /** Connect/greeting/command timeout for outbound SMTP (ms). */
+  smtpTimeoutMs: number;
   tlsCert: string | null;
   tlsKey: string | null;
   bootstrapApiKey: string | null;
@@ -87,6 +103,21 @@ const relayUrl = z
       return false;
     }
   }, 'must be smtp://[user:pass@]host[:port] or smtps://…');
+
+const routeRule = z.object({
+  name: z.string().min(1),
+  match: z.array(z.string().min(1)).min(1),
+  relay: relayUrl.nullable(),
+});
+
+const routes = z.preprocess((v) => {
+  if (typeof v !== 'string') return v;
+  try {
+    return JSON.parse(v) as unknown;
+  } catch {
+    return v;
+  }
+}, z.array(routeRule, { error: 'must be a JSON array of {"name","match":[…],"relay":"smtp://…"|null}' })) as z.ZodType<RouteRule[]>;
 
 const bootstrapKey = z
   .string()
@@ -145,6 +176,10 @@ const FIELDS = [
   field('dnsTimeoutMs', 'MAIL_DNS_TIMEOUT_MS', z.coerce.number().int().min(100, 'must be at least 100').max(60000, 'must be at most 60000')),
   field('outboundPort', 'MAIL_OUTBOUND_PORT', port.refine((p) => p > 0, 'must be a port number (1..65535)')),
   field('relayUrl', 'MAIL_RELAY_URL', nullable(relayUrl)),
+  field('routes', 'MAIL_ROUTES', routes),
+  field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', z.coerce.number().int().min(1, 'must be 1..1000').max(1000, 'must be 1..1000')),
+  field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', z.coerce.number().int().min(1, 'must be 1..100').max(100, 'must be 1..100')),
+  field('smtpTimeoutMs', 'MAIL_SMTP_TIMEOUT_MS', z.coerce.number().int().min(1000, 'must be at least 1000').max(600000, 'must be at most 600000')),
   field('tlsCert', 'MAIL_TLS_CERT', nullable(z.string())),
   field('tlsKey', 'MAIL_TLS_KEY', nullable(z.string())),
   field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),

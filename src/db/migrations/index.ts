@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import * as initial from './001-initial.js';
 import * as jobs from './002-jobs.js';
+import * as emails from './003-emails.js';
 
 export interface Migration {
   name: string;
@@ -12,4 +13,5 @@ export interface Migration {
 export const migrations: Migration[] = [
   { name: '001-initial', ...initial },
   { name: '002-jobs', ...jobs },
+  { name: '003-emails', ...emails },
 ];

@@ -3,10 +3,11 @@ import { defineRoute, type Route } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { domainRoutes } from './domains.js';
+import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
 
-const documented: Route[] = [...healthRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes];
+const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes];
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -1,0 +1,46 @@
+// Email addresses as customers write them: `addr@example.com` or `Display Name <addr@example.com>`.
+// The domain is normalised (case, IDN to punycode); the local part is kept as written.
+import { domainToASCII } from 'node:url';
+
+export interface Mailbox {
+  name?: string;
+  address: string;
+}
+
+// RFC 5321 §4.1.2 dot-atom local part, or a quoted string without control characters.
+const LOCAL_RE = /^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*")$/;
+const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A bare address with its domain normalised, or null when it is not a deliverable address. */
+export function normaliseAddress(input: string): string | null {
+  const at = input.lastIndexOf('@');
+  if (at <= 0 || at === input.length - 1) return null;
+  const local = input.slice(0, at);
+  if (local.length > 64 || !(LOCAL_RE.test(local) || /^[^\s@<>()[\]\\,;:"]+$/u.test(local))) return null;
+  const domain = domainToASCII(input.slice(at + 1).toLowerCase());
+  if (!domain || domain.length > 253) return null;
+  const labels = domain.split('.');
+  if (labels.length < 2 || !labels.every((l) => LABEL_RE.test(l)) || /^\d+$/.test(labels[labels.length - 1]!)) return null;
+  return `${local}@${domain}`;
+}
+
+/** Parses `addr` or `Name <addr>` (the name may be quoted). Null when malformed. */
+export function parseMailbox(input: string): Mailbox | null {
+  const s = input.trim();
+  if (!s || /[\r\n]/.test(s)) return null;
+  const angle = /^(.*?)\s*<([^<>]+)>$/.exec(s);
+  if (angle) {
+    const address = normaliseAddress(angle[2]!.trim());
+    if (!address) return null;
+    let name = angle[1]!.trim();
+    if (name.startsWith('"') && name.endsWith('"') && name.length >= 2) name = name.slice(1, -1).replace(/\\(.)/g, '$1');
+    return name ? { name, address } : { address };
+  }
+  const address = normaliseAddress(s);
+  return address ? { address } : null;
+}
+
+export const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1);
+
+/** The form used to compare addresses (suppressions, filters): the whole address lower-cased. */
+export const addressKey = (address: string) => address.toLowerCase();

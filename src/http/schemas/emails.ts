@@ -1,0 +1,146 @@
+// SendEmailInput and friends (spec: Emails, SendEmailInput, Attachment). Schema limits answer 400;
+// the checks that need the database or decoding (verified domain, recipient total, attachment sizes) are
+// the service's and answer 422.
+import { z } from 'zod';
+import { parseMailbox } from '../../core/address.js';
+import { EMAIL_STATUSES } from '../../services/email-status.js';
+
+const mailbox = z
+  .string({ error: 'must be a valid email address' })
+  .refine((v) => parseMailbox(v) !== null, 'must be a valid email address');
+
+/** A list of addresses; a single string is accepted as a one-item list. */
+const addressList = (max: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' ? [v] : v),
+    z.array(mailbox, { error: 'must be an array of email addresses' }).max(max, `must contain at most ${max} addresses`),
+  );
+
+// RFC 5322 §2.2 field name: printable ASCII except colon.
+const HEADER_NAME_RE = /^[\x21-\x39\x3b-\x7e]+$/;
+/** Headers the box writes itself; a custom value would break signing or addressing. */
+export const RESERVED_HEADERS = new Set(
+  [
+    'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'reply-to', 'sender', 'return-path',
+    'dkim-signature', 'mime-version', 'content-type', 'content-transfer-encoding', 'received',
+  ],
+);
+
+const headers = z
+  .record(
+    z.string().regex(HEADER_NAME_RE, 'header names must be printable ASCII without colons'),
+    z
+      .string({ error: 'header values must be strings' })
+      .max(1024, 'must be at most 1,024 characters')
+      .refine((v) => !/[\r\n]/.test(v), 'must not contain line breaks'),
+  )
+  .superRefine((h, zctx) => {
+    for (const name of Object.keys(h)) {
+      if (RESERVED_HEADERS.has(name.toLowerCase())) {
+        zctx.addIssue({ code: 'custom', path: [name], message: 'is set by the service and cannot be given as a custom header' });
+      }
+    }
+  });
+
+const BASE64_RE = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+
+export const Attachment = z.object({
+  filename: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(255, 'must be at most 255 characters'),
+  content: z.string({ error: 'must be a base64 string' }).refine((v) => BASE64_RE.test(v), 'must be base64'),
+  content_type: z
+    .string()
+    .regex(/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/, 'must be a MIME type such as application/pdf')
+    .optional(),
+});
+
+export const SendEmail = z
+  .object({
+    from: mailbox,
+    to: addressList(50),
+    cc: addressList(50).optional(),
+    bcc: addressList(50).optional(),
+    reply_to: addressList(50).optional(),
+    subject: z.string({ error: 'must be a string' }).max(998, 'must be at most 998 characters').optional(),
+    html: z.string({ error: 'must be a string' }).optional(),
+    text: z.string({ error: 'must be a string' }).optional(),
+    headers: headers.optional(),
+    tags: z
+      .array(z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(64, 'must be at most 64 characters'), {
+        error: 'must be an array of strings',
+      })
+      .max(10, 'must contain at most 10 tags')
+      .optional(),
+    attachments: z.array(Attachment, { error: 'must be an array' }).max(10, 'must contain at most 10 attachments').optional(),
+    idempotency_key: z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional(),
+    scheduled_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
+    template_id: z.string().min(1).optional(),
+    variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
+  })
+  .refine((v) => v.to.length > 0, { path: ['to'], message: 'must contain at least one address' })
+  .refine((v) => v.html !== undefined || v.text !== undefined || v.template_id !== undefined, {
+    message: 'Request body must include html, text or template_id',
+  })
+  .meta({ id: 'SendEmail' });
+
+export type SendEmailBody = z.output<typeof SendEmail>;
+
+export const SendBatch = z.object({
+  emails: z
+    .array(SendEmail, { error: 'must be an array of emails' })
+    .min(1, 'must contain at least 1 email')
+    .max(100, 'must contain at most 100 emails (the batch limit)'),
+});
+
+export const Reschedule = z.object({
+  scheduled_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
+});
+
+export const EmailListQuery = z.object({
+  status: z.enum(EMAIL_STATUSES, { error: `must be one of ${EMAIL_STATUSES.join(', ')}` }).optional(),
+  domain_id: z.string().optional(),
+  to: z.string().optional(),
+  from: z.string().optional(),
+  subject: z.string().optional(),
+  tag: z.string().optional(),
+  date_from: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
+  date_to: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
+  provider: z.string().optional(),
+  country: z.string().optional(),
+  device: z.string().optional(),
+});
+
+export const Email = z
+  .object({
+    id: z.string(),
+    from: z.string(),
+    to: z.array(z.string()),
+    cc: z.array(z.string()),
+    bcc: z.array(z.string()),
+    reply_to: z.array(z.string()),
+    subject: z.string(),
+    html: z.string().nullable(),
+    text: z.string().nullable(),
+    tags: z.array(z.string()),
+    headers: z.record(z.string(), z.string()),
+    status: z.enum(EMAIL_STATUSES),
+    mode: z.enum(['live', 'test']),
+    message_id: z.string(),
+    attachments: z.array(z.object({ filename: z.string(), content_type: z.string(), size: z.number().int() })),
+    recipients: z.array(
+      z.object({
+        email: z.string(),
+        type: z.enum(['to', 'cc', 'bcc']),
+        status: z.string(),
+        code: z.string().nullable(),
+        message: z.string().nullable(),
+        bounce_category: z.string().nullable(),
+      }),
+    ),
+    created_at: z.iso.datetime(),
+    scheduled_at: z.iso.datetime().nullable(),
+    sent_at: z.iso.datetime().nullable(),
+    delivered_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'Email' });
+
+export const EmailEvent = z.object({ type: z.string(), timestamp: z.iso.datetime(), data: z.record(z.string(), z.unknown()) });

@@ -1,0 +1,362 @@
+// Outbound SMTP sessions, pooled per destination (address, port, TLS policy, credentials) and reused
+// across deliveries, over nodemailer's SMTP client (`nodemailer/lib/smtp-connection`).
+//
+// Why not nodemailer's own pooled transport (`createTransport({ pool: true })`): its result does not say
+// which connection carried a message, so whether the session was encrypted (`RouteTaken.tls`) cannot be
+// known; it cannot tell "the host never answered" (try the next MX) from "the transaction failed" (stop:
+// another MX could deliver a duplicate); and it re-sends a message by itself when a connection drops,
+// where the MTA leaves every retry to the job queue's backoff. This pool keeps its behaviour otherwise:
+// up to `connectionsPerHost` sessions per destination, RSET after a refused message, a session replaced
+// after 100 messages, idle sessions closed, one retry on a fresh session when a pooled one turns out to
+// have been closed by the server before anything was sent.
+import { PassThrough } from 'node:stream';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { Logger } from '../core/logger.js';
+
+export type SmtpError = SMTPConnection.SMTPError;
+
+/**
+ * STARTTLS policy of a session. opportunistic: STARTTLS when offered, plaintext when not offered or when
+ * the server refuses the command; required: no transaction without TLS; off: never (the plaintext retry
+ * after a failed handshake).
+ */
+export type StartTlsPolicy = 'opportunistic' | 'required' | 'off';
+
+export interface SmtpTarget {
+  /** An IP address (MX hosts are resolved through the box's resolver first), or a relay's host name. */
+  host: string;
+  port: number;
+  /** The host name behind the address: TLS SNI and messages. */
+  servername?: string | undefined;
+  /** TLS from the first byte (smtps://). */
+  implicitTls: boolean;
+  starttls: StartTlsPolicy;
+  auth?: { user: string; pass: string } | undefined;
+}
+
+export interface SmtpEnvelope {
+  from: string;
+  to: string[];
+}
+
+export type SendResult =
+  | {
+      ok: true;
+      /** The session was encrypted. */
+      secure: boolean;
+      accepted: string[];
+      /** One error per refused recipient (`recipient`, `responseCode`, `response`). */
+      rejected: SmtpError[];
+      /** The server's reply to the end of DATA. */
+      response: string;
+    }
+  | {
+      ok: false;
+      /** connect: no session was set up (connection, greeting, EHLO, TLS, AUTH): nothing was sent. transaction: MAIL FROM onwards. */
+      stage: 'connect' | 'transaction';
+      secure: boolean;
+      error: SmtpError;
+    };
+
+/** Our error codes, beside nodemailer's (ECONNECTION, ETIMEDOUT, ESOCKET, EDNS, ETLS, EAUTH, EPROTOCOL, EENVELOPE, EMESSAGE). */
+export const ENOSTARTTLS = 'ENOSTARTTLS';
+export const ENOAUTH = 'ENOAUTH';
+export const EDEADLINE = 'EDEADLINE';
+export const ECLOSED = 'ECLOSED';
+
+export interface TransportPoolOptions {
+  /** EHLO name. */
+  hostname: string;
+  /** Connect, greeting and inactivity timeout. */
+  timeoutMs: number;
+  connectionsPerHost: number;
+  log: Logger;
+  /** An unused session is closed after this long (default 30 s). */
+  idleMs?: number;
+  /** A session is replaced after this many messages (default 100). */
+  maxMessages?: number;
+}
+
+export interface TransportPool {
+  /** Runs one SMTP transaction. Never rejects for remote trouble: the result says what happened. */
+  send(target: SmtpTarget, envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult>;
+  /** Sessions open right now, per destination key (for tests and diagnostics). */
+  openSessions(): number;
+  /** Says QUIT on idle sessions, ends busy ones as their transaction finishes; resolves once all are gone. */
+  close(): Promise<void>;
+}
+
+/** A whole transaction (envelope and DATA) may take this many times the inactivity timeout: a server
+ *  trickling its replies is never idle long enough for the socket timeout to notice. */
+const TRANSACTION_TIMEOUT_FACTOR = 10;
+const DEFAULT_IDLE_MS = 30_000;
+const DEFAULT_MAX_MESSAGES = 100;
+/** After QUIT, how long close() waits for a server's 221 before dropping the socket. */
+const QUIT_GRACE_MS = 2_000;
+
+function smtpError(message: string, code: string): SmtpError {
+  return Object.assign(new Error(message), { code });
+}
+
+/** The session ended under us rather than the server refusing something. */
+const isDisconnect = (err: SmtpError) => err.responseCode === 421 || ['ECONNECTION', 'ESOCKET', 'ETIMEDOUT'].includes(err.code ?? '');
+
+interface Session {
+  conn: SMTPConnection;
+  messages: number;
+  /** The connection has ended or failed. */
+  dead: boolean;
+  /** Counted out of the pool (once). */
+  discarded: boolean;
+  idleTimer?: NodeJS.Timeout | undefined;
+  ended: Promise<void>;
+}
+
+class DestinationPool {
+  private readonly idle: Session[] = [];
+  private readonly sessions = new Set<Session>();
+  private readonly waiters: Array<() => void> = [];
+  private closed = false;
+
+  constructor(
+    private readonly target: SmtpTarget,
+    private readonly opts: Required<TransportPoolOptions>,
+    /** Called when the pool holds no session and nobody waits: the owner forgets it. */
+    private readonly onEmpty: () => void,
+    private readonly ownerClosed: () => boolean,
+  ) {}
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  async send(envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult> {
+    for (let staleRetry = false; ; staleRetry = true) {
+      let lease: { session: Session; reused: boolean };
+      try {
+        lease = await this.acquire();
+      } catch (err) {
+        return { ok: false, stage: 'connect', secure: false, error: err as SmtpError };
+      }
+      const { result, bodyStarted } = await this.transact(lease.session, envelope, raw);
+      // A pooled session may have been closed by the server while it sat idle; if not a byte of the
+      // message went out, the message goes over a fresh session (once).
+      if (!result.ok && lease.reused && !bodyStarted && !staleRetry && isDisconnect(result.error)) continue;
+      return result;
+    }
+  }
+
+  private async acquire(): Promise<{ session: Session; reused: boolean }> {
+    for (;;) {
+      if (this.closed || this.ownerClosed()) throw smtpError('The SMTP connection pool is closed', ECLOSED);
+      const session = this.idle.pop();
+      if (session) {
+        clearTimeout(session.idleTimer);
+        if (!session.dead) return { session, reused: true };
+        this.discard(session);
+        continue;
+      }
+      if (this.sessions.size < this.opts.connectionsPerHost) return { session: await this.connect(), reused: false };
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  private wakeOne(): void {
+    this.waiters.shift()?.();
+  }
+
+  private async connect(): Promise<Session> {
+    const t = this.target;
+    const ms = this.opts.timeoutMs;
+    const conn = new SMTPConnection({
+      host: t.host,
+      port: t.port,
+      secure: t.implicitTls,
+      servername: t.servername,
+      name: this.opts.hostname,
+      connectionTimeout: ms,
+      greetingTimeout: ms,
+      socketTimeout: ms,
+      dnsTimeout: ms,
+      // Enforced TLS is checked below (the session must end up encrypted), so that a server that does not
+      // offer STARTTLS is told apart from one that refuses it or fails the handshake.
+      opportunisticTLS: t.starttls === 'opportunistic',
+      ignoreTLS: t.starttls === 'off',
+      // Certificates are not verified, in either mode: MTA-to-MTA TLS is opportunistic encryption, and MX
+      // hosts commonly present self-signed or mismatched certificates (RFC 7435; verification would need
+      // MTA-STS or DANE, which this MTA does not implement).
+      tls: { rejectUnauthorized: false },
+      // Relays may live on a private network or on this machine.
+      allowInternalNetworkInterfaces: true,
+      logger: false,
+    });
+    let resolveEnded!: () => void;
+    const session: Session = { conn, messages: 0, dead: false, discarded: false, ended: new Promise<void>((r) => (resolveEnded = r)) };
+    this.sessions.add(session);
+    conn.on('error', (err: SmtpError) => {
+      session.dead = true;
+      this.opts.log.debug({ host: t.servername ?? t.host, port: t.port, code: err.code, err: err.message }, 'smtp session error');
+    });
+    conn.on('end', () => {
+      session.dead = true;
+      resolveEnded();
+      if (this.idle.includes(session)) this.discard(session);
+    });
+
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onEnd = () => reject(smtpError('Connection closed before the session was ready', 'ECONNECTION'));
+        conn.once('error', reject);
+        conn.once('end', onEnd);
+        conn.connect((err) => {
+          conn.off('error', reject);
+          conn.off('end', onEnd);
+          if (err) reject(err);
+          else resolve();
+        });
+      });
+      if (t.starttls === 'required' && !conn.secure) {
+        throw smtpError('TLS is required but the server does not offer STARTTLS', ENOSTARTTLS);
+      }
+      if (t.auth) {
+        // Without AUTH in EHLO (e.g. offered only after STARTTLS) a relay would refuse the message as
+        // unauthenticated: a configuration problem, reported as such rather than as the relay's 5xx.
+        if (!conn.allowsAuth) throw smtpError('The relay does not offer AUTH on this session', ENOAUTH);
+        const auth = t.auth;
+        await new Promise<void>((resolve, reject) => conn.login({ user: auth.user, pass: auth.pass }, (err) => (err ? reject(err) : resolve())));
+      }
+      return session;
+    } catch (err) {
+      this.discard(session, !session.dead);
+      // A handshake that fails surfaces as a socket error; the caller needs to know it was TLS.
+      const e = err as SmtpError;
+      if (conn.upgrading && e.code !== 'ETLS') {
+        e.originalCode ??= e.code;
+        e.code = 'ETLS';
+      }
+      throw e;
+    }
+  }
+
+  private transact(session: Session, envelope: SmtpEnvelope, raw: Buffer): Promise<{ result: SendResult; bodyStarted: boolean }> {
+    const { conn } = session;
+    const body = new PassThrough();
+    body.end(raw);
+    session.messages++;
+    return new Promise((resolve) => {
+      let settled = false;
+      const finish = (result: SendResult, next: 'keep' | 'reset' | 'drop') => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        resolve({ result, bodyStarted: body.readableDidRead });
+        this.release(session, next);
+      };
+      const deadline = setTimeout(() => {
+        const err = smtpError(`The SMTP transaction took longer than ${(this.opts.timeoutMs * TRANSACTION_TIMEOUT_FACTOR) / 1000} s`, EDEADLINE);
+        finish({ ok: false, stage: 'transaction', secure: conn.secure, error: err }, 'drop');
+      }, this.opts.timeoutMs * TRANSACTION_TIMEOUT_FACTOR);
+      deadline.unref();
+      // BODY=8BITMIME is declared when the server supports it: harmless for 7-bit content (RFC 6152).
+      conn.send({ from: envelope.from, to: envelope.to, size: raw.length, use8BitMime: true }, body, (err, info) => {
+        if (err) {
+          // The server refused the message but the session is fine: RSET and keep it.
+          const refused = (err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421;
+          finish({ ok: false, stage: 'transaction', secure: conn.secure, error: err }, refused ? 'reset' : 'drop');
+          return;
+        }
+        finish({ ok: true, secure: conn.secure, accepted: info.accepted, rejected: info.rejectedErrors ?? [], response: info.response }, 'keep');
+      });
+    });
+  }
+
+  private release(session: Session, next: 'keep' | 'reset' | 'drop'): void {
+    if (session.dead || this.closed || next === 'drop' || session.messages >= this.opts.maxMessages) {
+      this.discard(session, !session.dead && next !== 'drop');
+      return;
+    }
+    if (next === 'reset') {
+      session.conn.reset((err) => (err ? this.discard(session) : this.makeIdle(session)));
+      return;
+    }
+    this.makeIdle(session);
+  }
+
+  private makeIdle(session: Session): void {
+    if (session.dead || this.closed) return this.discard(session, !session.dead);
+    this.idle.push(session);
+    session.idleTimer = setTimeout(() => this.discard(session, true), this.opts.idleMs);
+    session.idleTimer.unref();
+    this.wakeOne();
+  }
+
+  /** Takes a session out of the pool: QUIT when it is healthy (`polite`), else drop the socket. */
+  private discard(session: Session, polite = false): void {
+    if (session.discarded) return;
+    session.discarded = true;
+    clearTimeout(session.idleTimer);
+    const i = this.idle.indexOf(session);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.sessions.delete(session);
+    if (polite && !session.dead) {
+      session.conn.quit();
+      const force = setTimeout(() => session.conn.close(), QUIT_GRACE_MS);
+      force.unref();
+      void session.ended.then(() => clearTimeout(force));
+    } else {
+      session.conn.close();
+    }
+    this.wakeOne();
+    if (this.sessions.size === 0 && this.waiters.length === 0) this.onEmpty();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const sessions = [...this.sessions];
+    for (const s of [...this.idle]) this.discard(s, true);
+    // Waiters wake up, see the pool closed and fail; busy sessions are discarded when released.
+    while (this.waiters.length) this.wakeOne();
+    await Promise.all(sessions.map((s) => s.ended));
+  }
+}
+
+export function createTransportPool(options: TransportPoolOptions): TransportPool {
+  const opts: Required<TransportPoolOptions> = { idleMs: DEFAULT_IDLE_MS, maxMessages: DEFAULT_MAX_MESSAGES, ...options };
+  const pools = new Map<string, DestinationPool>();
+  let closed = false;
+
+  const keyOf = (t: SmtpTarget) =>
+    JSON.stringify([t.host, t.port, t.servername ?? '', t.implicitTls, t.starttls, t.auth?.user ?? '', t.auth?.pass ?? '']);
+
+  return {
+    async send(target, envelope, raw) {
+      if (closed) return { ok: false, stage: 'connect', secure: false, error: smtpError('The SMTP connection pool is closed', ECLOSED) };
+      const key = keyOf(target);
+      let pool = pools.get(key);
+      if (!pool) {
+        const created: DestinationPool = new DestinationPool(
+          target,
+          opts,
+          () => {
+            if (pools.get(key) === created) pools.delete(key);
+          },
+          () => closed,
+        );
+        pool = created;
+        pools.set(key, pool);
+      }
+      return pool.send(envelope, raw);
+    },
+    openSessions() {
+      let n = 0;
+      for (const p of pools.values()) n += p.size;
+      return n;
+    },
+    async close() {
+      closed = true;
+      const all = [...pools.values()];
+      pools.clear();
+      await Promise.all(all.map((p) => p.close()));
+    },
+  };
+}

@@ -1,0 +1,286 @@
+// The email API over real HTTP, in test mode (sk_test_ keys: everything runs, nothing leaves the box),
+// with the job queue drained by hand after moving the fake clock.
+import t from 'tap';
+import { MINUTE, HOUR } from '../../src/core/clock.js';
+import { startTestApp, createOtherTeam, type TestApp } from '../helpers/app.js';
+import { startDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
+
+interface Page<T> {
+  data: T[];
+  meta: { page: number; perPage: number; total: number; totalPages: number };
+}
+interface ListItem {
+  id: number;
+  publicId: string;
+  status: string;
+  subject: string;
+  to: string[];
+  tags: string[];
+  createdAt: string;
+}
+interface Detail {
+  id: string;
+  status: string;
+  text: string | null;
+  recipients: Array<{ email: string; status: string; code: string | null; bounce_category: string | null }>;
+  attachments: Array<{ filename: string; content_type: string; size: number }>;
+  scheduled_at: string | null;
+  delivered_at: string | null;
+}
+interface Timeline {
+  events: Array<{ type: string; timestamp: string; data: Record<string, unknown> }>;
+}
+
+async function testKey(app: TestApp, permission = 'full_access'): Promise<string> {
+  const res = await app.request<{ token: string }>('POST', '/api-keys', { body: { name: `test ${permission}`, permission, mode: 'test' } });
+  return res.body.token;
+}
+
+t.test('emails in test mode', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const app = await startTestApp(t, { config: { dnsServers: [dns.server] } });
+  await addVerifiedDomain(app, dns, 'send.example');
+  const key = await testKey(app);
+  const send = (body: Record<string, unknown>, k = key) => app.request<{ id: string; error?: string; code?: string }>('POST', '/emails', { body, key: k });
+  const base = { from: 'Acme <hello@send.example>', to: ['someone@dest.example'], subject: 'Hi', html: '<p>Hello <b>there</b></p>' };
+  const drain = () => app.appliance.ctx.jobs.drain();
+
+  t.test('accepted with 202 and an em_ id, then delivered (simulated)', async (t) => {
+    const res = await send(base);
+    t.equal(res.status, 202);
+    t.match(res.body.id, /^em_[A-Za-z0-9]{24}$/);
+    let detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.equal(detail.body.status, 'queued');
+    await drain();
+    detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.equal(detail.body.status, 'delivered');
+    t.ok(detail.body.delivered_at);
+    t.match(detail.body.text, /Hello there/, 'text derived from html');
+    const timeline = await app.request<Timeline>('GET', `/emails/${res.body.id}/events`, { key });
+    t.same(timeline.body.events.map((e) => e.type), ['queued', 'sending', 'sent', 'delivered']);
+    const events = await app.request<Page<{ type: string; data: { email_id: string; to: string[]; subject: string } }>>('GET', '/events?per_page=100');
+    const mine = events.body.data.filter((e) => e.data.email_id === res.body.id).map((e) => e.type);
+    t.same(mine.sort(), ['email.delivered', 'email.sent']);
+  });
+
+  t.test('POST /emails/send is the same operation', async (t) => {
+    const res = await app.request<{ id: string }>('POST', '/emails/send', { body: base, key });
+    t.equal(res.status, 202);
+    t.match(res.body.id, /^em_/);
+  });
+
+  t.test('validation answers 400 in the spec’s words', async (t) => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ ...base, from: undefined }, /^Request body is missing required fields: from$/],
+      [{ ...base, to: undefined }, /^Request body is missing required fields: to$/],
+      [{ ...base, to: ['ok@x.example', 'not an address'] }, /^to\.1: must be a valid email address$/],
+      [{ ...base, from: 'nope' }, /^from: must be a valid email address$/],
+      [{ ...base, subject: 'x'.repeat(999) }, /subject: must be at most 998 characters/],
+      [{ ...base, tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /tags: must contain at most 10 tags/],
+      [{ ...base, tags: ['x'.repeat(65)] }, /tags\.0: must be at most 64 characters/],
+      [{ ...base, headers: { 'X-Long': 'v'.repeat(1025) } }, /headers\.X-Long: must be at most 1,024 characters/],
+      [{ ...base, headers: { From: 'evil@x.example' } }, /headers\.From/],
+      [{ ...base, attachments: Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: 'YQ==' })) }, /attachments: must contain at most 10 attachments/],
+      [{ ...base, attachments: [{ filename: 'a.txt', content: 'not*base64' }] }, /attachments\.0\.content: must be base64/],
+      [{ ...base, html: undefined }, /html, text or template_id/],
+      [{ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@x.example`) }, /to: must contain at most 50 addresses/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await send(body);
+      t.equal(res.status, 400, JSON.stringify(body).slice(0, 80));
+      t.equal(res.body.code, 'invalid_request');
+      t.match(res.body.error, message);
+    }
+  });
+
+  t.test('checks after validation answer 422', async (t) => {
+    const recipients = (n: number) => Array.from({ length: n }, (_, i) => `r${i}@x.example`);
+    let res = await send({ ...base, to: recipients(30), cc: recipients(21) });
+    t.equal(res.status, 422);
+    t.match(res.body.error, /51.*50/);
+    res = await send({ ...base, from: 'a@unknown.example' });
+    t.same(res.body, { error: "Domain 'unknown.example' not found for this team", code: 'unprocessable_entity' });
+    await app.request('POST', '/domains', { body: { name: 'pending.example' } });
+    res = await send({ ...base, from: 'a@pending.example' });
+    t.same(res.body, { error: "Domain 'pending.example' is not verified", code: 'unprocessable_entity' });
+    const big = Buffer.alloc(10 * 1024 * 1024 + 1, 1).toString('base64');
+    res = await send({ ...base, attachments: [{ filename: 'big.bin', content: big }] });
+    t.equal(res.status, 422);
+    t.match(res.body.error, /10 MB/);
+    // 26 MB decoded, still under the 36 MB request limit once base64-encoded.
+    const part = (mib: number) => Buffer.alloc(mib * 1024 * 1024, 1).toString('base64');
+    res = await send({ ...base, attachments: [9.5, 9.5, 7].map((n, i) => ({ filename: `p${i}.bin`, content: part(n) })) });
+    t.equal(res.status, 422);
+    t.match(res.body.error, /25 MB/);
+    res = await send({ ...base, template_id: 'tpl_missing' });
+    t.equal(res.status, 422);
+  });
+
+  t.test('attachments: content type inferred, sizes recorded', async (t) => {
+    const res = await send({ ...base, attachments: [{ filename: 'report.pdf', content: Buffer.from('%PDF-1.4').toString('base64') }, { filename: 'a.txt', content: 'aGk=', content_type: 'text/plain' }] });
+    t.equal(res.status, 202);
+    const detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.same(detail.body.attachments, [
+      { filename: 'report.pdf', content_type: 'application/pdf', size: 8 },
+      { filename: 'a.txt', content_type: 'text/plain', size: 2 },
+    ]);
+  });
+
+  t.test('idempotency: same key and body → same id, nothing new; different body → 409; after 24 h a new send', async (t) => {
+    const first = await send({ ...base, idempotency_key: 'order-1' });
+    const again = await send({ ...base, idempotency_key: 'order-1' });
+    t.equal(again.status, 202);
+    t.equal(again.body.id, first.body.id);
+    const header = await app.request<{ id: string }>('POST', '/emails', { body: base, key, headers: { 'Idempotency-Key': 'order-1' } });
+    t.equal(header.body.id, first.body.id, 'the Idempotency-Key header works too');
+    const other = await send({ ...base, subject: 'different', idempotency_key: 'order-1' });
+    t.equal(other.status, 409);
+    t.equal(other.body.code, 'conflict');
+    const count = await app.appliance.ctx.db('emails').where({ idempotency_key: 'order-1' }).count({ n: '*' }).first();
+    t.equal(Number(count?.n), 1);
+    app.clock.advance(24 * HOUR + 1);
+    const later = await send({ ...base, idempotency_key: 'order-1' });
+    t.not(later.body.id, first.body.id);
+  });
+
+  t.test('scheduled: waits, can be rescheduled, then goes out at its time', async (t) => {
+    const at = new Date(app.clock.now().getTime() + 30 * MINUTE).toISOString();
+    const res = await send({ ...base, scheduled_at: at });
+    const id = res.body.id;
+    await drain();
+    let detail = await app.request<Detail>('GET', `/emails/${id}`, { key });
+    t.equal(detail.body.status, 'queued');
+    t.equal(detail.body.scheduled_at, at);
+    const later = new Date(app.clock.now().getTime() + 60 * MINUTE).toISOString();
+    const patch = await app.request('PATCH', `/emails/${id}`, { body: { scheduled_at: later }, key });
+    t.same(patch.body, { success: true });
+    app.clock.advance(45 * MINUTE);
+    await drain();
+    t.equal((await app.request<Detail>('GET', `/emails/${id}`, { key })).body.status, 'queued', 'not at the old time');
+    app.clock.advance(15 * MINUTE);
+    await drain();
+    detail = await app.request<Detail>('GET', `/emails/${id}`, { key });
+    t.equal(detail.body.status, 'delivered');
+    const events = await app.request<Page<{ type: string; data: { email_id: string } }>>('GET', '/events?type=email.scheduled&per_page=100');
+    t.equal(events.body.data.filter((e) => e.data.email_id === id).length, 2, 'scheduled, then rescheduled');
+    const tooLate = await app.request<{ code: string; error: string }>('PATCH', `/emails/${id}`, { body: { scheduled_at: later }, key });
+    t.equal(tooLate.status, 422);
+    t.match(tooLate.body.error, /delivered/);
+  });
+
+  t.test('cancel: a scheduled email is cancelled and never sent; a sent one cannot be', async (t) => {
+    const at = new Date(app.clock.now().getTime() + 10 * MINUTE).toISOString();
+    const { body } = await send({ ...base, scheduled_at: at });
+    const res = await app.request('POST', `/emails/${body.id}/cancel`, { key });
+    t.same(res.body, { success: true });
+    app.clock.advance(20 * MINUTE);
+    await drain();
+    const detail = await app.request<Detail>('GET', `/emails/${body.id}`, { key });
+    t.equal(detail.body.status, 'cancelled');
+    t.same(detail.body.recipients.map((r) => r.status), ['cancelled']);
+    const timeline = await app.request<Timeline>('GET', `/emails/${body.id}/events`, { key });
+    t.same(timeline.body.events.map((e) => e.type), ['queued', 'cancelled']);
+    const again = await app.request<{ error: string }>('POST', `/emails/${body.id}/cancel`, { key });
+    t.equal(again.status, 422);
+    t.match(again.body.error, /cancelled/);
+    t.equal((await app.request('POST', '/emails/em_doesnotexist/cancel', { key })).status, 404);
+  });
+
+  t.test('magic recipients simulate bounces, deferrals and complaints', async (t) => {
+    const { body } = await send({ ...base, to: ['bounced@dest.example', 'bounced+mailbox_full@dest.example', 'deferred@dest.example', 'complained@dest.example'] });
+    await drain();
+    let detail = await app.request<Detail>('GET', `/emails/${body.id}`, { key });
+    const byEmail = Object.fromEntries(detail.body.recipients.map((r) => [r.email, r]));
+    t.equal(byEmail['bounced@dest.example']!.status, 'bounced');
+    t.equal(byEmail['bounced@dest.example']!.code, '5.1.1');
+    t.equal(byEmail['bounced@dest.example']!.bounce_category, 'invalid_mailbox');
+    t.equal(byEmail['bounced+mailbox_full@dest.example']!.bounce_category, 'mailbox_full');
+    t.equal(byEmail['deferred@dest.example']!.status, 'deferred');
+    t.equal(byEmail['complained@dest.example']!.status, 'complained');
+    t.equal(detail.body.status, 'sending', 'a recipient still waits for its retry');
+    app.clock.advance(1 * MINUTE);
+    await drain();
+    detail = await app.request<Detail>('GET', `/emails/${body.id}`, { key });
+    t.equal(detail.body.recipients.find((r) => r.email === 'deferred@dest.example')!.status, 'delivered');
+    t.equal(detail.body.status, 'complained');
+    const events = await app.request<Page<{ type: string; data: Record<string, unknown> }>>('GET', '/events?per_page=100');
+    const mine = events.body.data.filter((e) => e.data.email_id === body.id);
+    const bounce = mine.find((e) => e.type === 'email.bounced' && e.data.recipient === 'bounced@dest.example')!;
+    t.match(bounce.data, { bounce_code: '5.1.1', bounce_category: 'invalid_mailbox', bounce_message: /5\.1\.1/, subject: 'Hi', from: base.from.replace('Acme', '"Acme"') });
+    t.ok(mine.find((e) => e.type === 'email.soft_bounced'));
+    t.ok(mine.find((e) => e.type === 'email.delivery_delayed'));
+    t.ok(mine.find((e) => e.type === 'email.complained'));
+
+    // The hard bounce and the complaint suppressed their addresses: the next send skips them.
+    const next = await send({ ...base, to: ['bounced@dest.example', 'complained@dest.example'] });
+    const after = await app.request<Detail>('GET', `/emails/${next.body.id}`, { key });
+    t.equal(after.body.status, 'failed');
+    t.same(after.body.recipients.map((r) => r.status), ['suppressed', 'suppressed']);
+  });
+
+  t.test('batch: per-element results, 100 at most', async (t) => {
+    const res = await app.request<{ data: Array<{ id?: string; error?: string; code?: string }> }>('POST', '/emails/batch', {
+      key,
+      body: { emails: [base, { ...base, from: 'x@nowhere.example' }, { ...base, subject: 'third' }] },
+    });
+    t.equal(res.status, 202);
+    t.equal(res.body.data.length, 3);
+    t.match(res.body.data[0]!.id, /^em_/);
+    t.same(res.body.data[1], { error: "Domain 'nowhere.example' not found for this team", code: 'unprocessable_entity' });
+    t.match(res.body.data[2]!.id, /^em_/);
+    const tooMany = await app.request<{ error: string }>('POST', '/emails/batch', { key, body: { emails: Array.from({ length: 101 }, () => base) } });
+    t.equal(tooMany.status, 400);
+    t.match(tooMany.body.error, /emails.*100/);
+    const empty = await app.request('POST', '/emails/batch', { key, body: { emails: [] } });
+    t.equal(empty.status, 400);
+  });
+
+  t.test('GET /emails: Form A, newest first, filters', async (t) => {
+    await send({ ...base, subject: 'Invoice 42', tags: ['billing'], to: ['pay@dest.example'] });
+    const all = await app.request<Page<ListItem>>('GET', '/emails?per_page=5', { key });
+    t.equal(all.status, 200);
+    t.equal(all.body.meta.perPage, 5);
+    t.ok(all.body.meta.total >= 5);
+    const ids = all.body.data.map((e) => e.id);
+    t.same(ids, [...ids].sort((a, b) => b - a), 'newest first');
+    t.type(all.body.data[0]!.id, 'number');
+    t.match(all.body.data[0]!.publicId, /^em_/);
+    t.notOk('html' in all.body.data[0]!, 'no bodies in list items');
+    const bySubject = await app.request<Page<ListItem>>('GET', '/emails?subject=invoice', { key });
+    t.same(bySubject.body.data.map((e) => e.subject), ['Invoice 42']);
+    const byTag = await app.request<Page<ListItem>>('GET', '/emails?tag=billing', { key });
+    t.equal(byTag.body.meta.total, 1);
+    const byTo = await app.request<Page<ListItem>>('GET', '/emails?to=pay@dest.example', { key });
+    t.equal(byTo.body.meta.total, 1);
+    const byStatus = await app.request<Page<ListItem>>('GET', '/emails?status=cancelled', { key });
+    t.ok(byStatus.body.data.every((e) => e.status === 'cancelled'));
+    t.ok(byStatus.body.meta.total >= 1);
+    const future = await app.request<Page<ListItem>>('GET', `/emails?date_from=${encodeURIComponent(new Date(app.clock.now().getTime() + HOUR).toISOString())}`, { key });
+    t.equal(future.body.meta.total, 0);
+    const device = await app.request<Page<ListItem>>('GET', '/emails?device=mobile', { key });
+    t.equal(device.body.meta.total, 0, 'no tracking data yet');
+    const bad = await app.request('GET', '/emails?status=lost', { key });
+    t.equal(bad.status, 400);
+    const badPage = await app.request<{ error: string }>('GET', '/emails?per_page=500', { key });
+    t.match(badPage.body.error, /per_page/);
+  });
+
+  t.test('sending_access keys send and read only their own emails; other teams see nothing', async (t) => {
+    const sendingKey = await testKey(app, 'sending_access');
+    const mine = await send(base, sendingKey);
+    t.equal(mine.status, 202);
+    const list = await app.request<Page<ListItem>>('GET', '/emails', { key: sendingKey });
+    t.same(list.body.data.map((e) => e.publicId), [mine.body.id]);
+    const someoneElses = await send(base);
+    t.equal((await app.request('GET', `/emails/${someoneElses.body.id}`, { key: sendingKey })).status, 404);
+    t.equal((await app.request('GET', `/emails/${mine.body.id}`, { key: sendingKey })).status, 200);
+    t.equal((await app.request('GET', '/domains', { key: sendingKey })).status, 403);
+    const other = await createOtherTeam(app);
+    t.equal((await app.request('GET', `/emails/${mine.body.id}`, { key: other.apiKey })).status, 404);
+    t.equal((await app.request<Page<ListItem>>('GET', '/emails', { key: other.apiKey })).body.meta.total, 0);
+    const foreign = await app.request<{ error: string }>('POST', '/emails', { key: other.apiKey, body: base });
+    t.equal(foreign.status, 422, 'another team cannot send from this team’s domain');
+  });
+});
