@@ -1,0 +1,148 @@
+// End to end: POST /emails with a live key → the job queue → the MTA → a real SMTP server found through
+// a real (loopback) DNS server, DKIM-verified by mailauth the way a receiver would.
+import t from 'tap';
+import { simpleParser } from 'mailparser';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { MINUTE } from '../../src/core/clock.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
+import { startSmtpSink } from '../helpers/smtp-sink.js';
+
+interface Detail {
+  status: string;
+  recipients: Array<{ email: string; status: string; code: string | null; bounce_category: string | null }>;
+}
+interface Timeline {
+  events: Array<{ type: string; data: Record<string, unknown> }>;
+}
+interface EventPage {
+  data: Array<{ type: string; data: Record<string, unknown> }>;
+}
+
+t.test('live sending to a remote MX', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const sink = await startSmtpSink({ starttls: true });
+  t.teardown(() => sink.close());
+  const app: TestApp = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port } });
+  await addVerifiedDomain(app, dns, 'acme.example');
+  dns.set('MX', 'dest.example', [{ exchange: 'mx.dest.example', priority: 10 }]);
+  dns.set('A', 'mx.dest.example', ['127.0.0.1']);
+
+  const send = (body: Record<string, unknown>) => app.request<{ id: string }>('POST', '/emails', { body });
+  const drain = () => app.appliance.ctx.jobs.drain();
+  const detail = (id: string) => app.request<Detail>('GET', `/emails/${id}`).then((r) => r.body);
+  const timeline = (id: string) => app.request<Timeline>('GET', `/emails/${id}/events`).then((r) => r.body.events);
+  const events = async (id: string) =>
+    (await app.request<EventPage>('GET', '/events?per_page=100')).body.data.filter((e) => e.data.email_id === id);
+
+  t.test('delivered, DKIM-signed, with its attachment and headers intact', async (t) => {
+    const res = await send({
+      from: 'Acme Billing <billing@acme.example>',
+      to: ['alice@dest.example', 'Bob <bob@dest.example>'],
+      cc: ['carol@dest.example'],
+      bcc: ['dave@dest.example'],
+      reply_to: 'support@acme.example',
+      subject: 'Your invoice — März',
+      html: '<h1>Invoice</h1><p>Total: 42 €</p>',
+      headers: { 'X-Entity-Ref': 'inv-42' },
+      tags: ['billing'],
+      attachments: [{ filename: 'invoice.pdf', content: Buffer.from('%PDF-1.4 fake').toString('base64') }],
+    });
+    t.equal(res.status, 202);
+    await drain();
+    t.equal(sink.accepted.length, 1, 'one SMTP transaction for the four recipients at one domain');
+    const tx = sink.accepted[0]!;
+    t.equal(tx.from, `bounces+${res.body.id}@acme.example`, 'return path names the email');
+    t.same([...tx.to].sort(), ['alice@dest.example', 'bob@dest.example', 'carol@dest.example', 'dave@dest.example']);
+    t.equal(tx.tls, true, 'STARTTLS used when offered');
+    t.equal(tx.helo, 'mx.appliance.test');
+
+    const parsed = await simpleParser(tx.raw);
+    t.equal(parsed.subject, 'Your invoice — März');
+    t.match(parsed.text, /Total: 42 €/);
+    t.match(parsed.html, /<h1>Invoice<\/h1>/);
+    t.equal(parsed.from?.value[0]?.address, 'billing@acme.example');
+    t.equal(parsed.from?.value[0]?.name, 'Acme Billing');
+    t.equal(parsed.messageId, `<${res.body.id}@mx.appliance.test>`);
+    t.equal(parsed.headers.get('x-entity-ref'), 'inv-42');
+    t.notOk(parsed.headers.has('bcc'), 'Bcc is not disclosed');
+    t.equal(parsed.attachments[0]?.filename, 'invoice.pdf');
+    t.equal(parsed.attachments[0]?.contentType, 'application/pdf');
+    t.equal(parsed.attachments[0]?.content.toString(), '%PDF-1.4 fake');
+
+    const verification = await dkimVerify(tx.raw, { resolver: (name: string, rr: string) => app.appliance.ctx.dns.raw(name, rr) as Promise<string[][]> });
+    t.equal(verification.results.length, 1);
+    t.equal(verification.results[0]?.status.result, 'pass', 'mailauth verifies the DKIM signature');
+    t.equal(verification.results[0]?.signingDomain, 'acme.example');
+
+    const d = await detail(res.body.id);
+    t.equal(d.status, 'delivered');
+    t.ok(d.recipients.every((r) => r.status === 'delivered' && r.code?.startsWith('2')));
+    const types = (await timeline(res.body.id)).map((e) => e.type);
+    t.same(types, ['queued', 'sending', 'sent', 'delivered']);
+    const delivered = (await timeline(res.body.id)).find((e) => e.type === 'delivered')!;
+    t.match(delivered.data, { via: 'direct', tls: true, host: 'mx.dest.example' });
+    t.same((await events(res.body.id)).map((e) => e.type).sort(), ['email.delivered', 'email.sent']);
+  });
+
+  t.test('a 5xx for one recipient bounces it, suppresses it, and delivers the others', async (t) => {
+    sink.recipients.set('ghost@dest.example', { code: 550, text: '5.1.1 <ghost@dest.example>: Recipient address rejected: User unknown' });
+    t.teardown(() => sink.recipients.clear());
+    const res = await send({ from: 'hello@acme.example', to: ['ghost@dest.example', 'erin@dest.example'], subject: 'Hi', text: 'Hello' });
+    await drain();
+    const d = await detail(res.body.id);
+    t.equal(d.status, 'delivered');
+    const ghost = d.recipients.find((r) => r.email === 'ghost@dest.example')!;
+    t.match(ghost, { status: 'bounced', code: '5.1.1', bounce_category: 'invalid_mailbox' });
+    const bounce = (await events(res.body.id)).find((e) => e.type === 'email.bounced')!;
+    t.match(bounce.data, { bounce_code: '5.1.1', bounce_category: 'invalid_mailbox', bounce_message: /User unknown/, recipient: 'ghost@dest.example' });
+    const again = await send({ from: 'hello@acme.example', to: ['ghost@dest.example'], subject: 'Again', text: 'Hello' });
+    await drain();
+    t.equal((await detail(again.body.id)).status, 'failed', 'suppressed after the hard bounce');
+  });
+
+  t.test('a 4xx defers, retries on the schedule, then delivers', async (t) => {
+    sink.message = { code: 451, text: '4.7.1 Greylisted, try again later' };
+    const before = sink.accepted.length;
+    const res = await send({ from: 'hello@acme.example', to: ['frank@dest.example'], subject: 'Grey', text: 'x' });
+    await drain();
+    let d = await detail(res.body.id);
+    t.equal(d.status, 'sending');
+    t.equal(d.recipients[0]!.status, 'deferred');
+    const evs = (await events(res.body.id)).map((e) => e.type);
+    t.ok(evs.includes('email.soft_bounced'));
+    t.ok(evs.includes('email.delivery_delayed'));
+    sink.message = null;
+    app.clock.advance(MINUTE - 1);
+    await drain();
+    t.equal(sink.accepted.length, before, 'not before the first retry is due');
+    app.clock.advance(1);
+    await drain();
+    d = await detail(res.body.id);
+    t.equal(d.status, 'delivered');
+    t.equal(sink.accepted.length, before + 1);
+  });
+
+  t.test('enforced TLS refuses a server without STARTTLS', async (t) => {
+    const plain = await startSmtpSink({ starttls: false, host: '127.0.0.2', port: sink.port }).catch(() => null);
+    if (!plain) {
+      t.comment('127.0.0.2 is not bindable on this host: skipped');
+      return;
+    }
+    t.teardown(() => plain.close());
+    dns.set('MX', 'plain.example', [{ exchange: 'mx.plain.example', priority: 10 }]);
+    dns.set('A', 'mx.plain.example', ['127.0.0.2']);
+    const dom = await addVerifiedDomain(app, dns, 'strict.example');
+    await app.request('PATCH', `/domains/${dom.id}`, { body: { tls_mode: 'enforced' } });
+    const res = await send({ from: 'a@strict.example', to: ['x@plain.example'], subject: 'TLS', text: 'x' });
+    await drain();
+    const d = await detail(res.body.id);
+    t.equal(d.status, 'sending');
+    t.equal(d.recipients[0]!.status, 'deferred');
+    t.equal(plain.transactions.length, 0, 'nothing sent in the clear');
+    const soft = (await events(res.body.id)).find((e) => e.type === 'email.soft_bounced')!;
+    t.match(soft.data.bounce_message, /TLS|STARTTLS/);
+  });
+});
