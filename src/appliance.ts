@@ -31,7 +31,7 @@ export interface Appliance {
 
 export async function startAppliance(opts: ApplianceOptions): Promise<Appliance> {
   const { config } = opts;
-  const ctx = await createContext(config, opts);
+  const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
   let mta: Mta | undefined;
   try {

@@ -98,10 +98,10 @@ function decodeAttachments(list: AttachmentInput[]): Array<Omit<AttachmentRow, '
   });
 }
 
-const formatMailbox = (m: Mailbox) => (m.name ? `${JSON.stringify(m.name)} <${m.address}>` : m.address);
+export const formatMailbox = (m: Mailbox) => (m.name ? `${JSON.stringify(m.name)} <${m.address}>` : m.address);
 
-/** The rules an email must pass before it is accepted. Throws AppError (400/422). */
-async function checkSend(ctx: AppContext, sender: Sender, input: SendEmailInput) {
+/** The parts of an input that need no database: addresses, recipient total, attachments (400/422). */
+export function prepareInput(input: SendEmailInput) {
   const from = parseMailbox(input.from);
   if (!from) throw badRequest('from: must be a valid email address');
   const to = mailboxes(input.to, 'to');
@@ -113,16 +113,28 @@ async function checkSend(ctx: AppContext, sender: Sender, input: SendEmailInput)
   if (total > MAX_RECIPIENTS) throw unprocessable(`Too many recipients: to, cc and bcc total ${total}; the limit is ${MAX_RECIPIENTS} per email`);
   const attachments = decodeAttachments(input.attachments ?? []);
   if (input.template_id !== undefined) throw unprocessable(`Template '${input.template_id}' not found`);
-  const fromDomain = domainOf(from.address);
-  const domain = await ctx.db<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: sender.teamId, name: fromDomain }).first('id', 'status');
-  if (!domain) throw unprocessable(`Domain '${fromDomain}' not found for this team`);
-  if (domain.status !== 'verified') throw unprocessable(`Domain '${fromDomain}' is not verified`);
   let scheduledAt: Date | null = null;
   if (input.scheduled_at !== undefined) {
     scheduledAt = new Date(input.scheduled_at);
     if (Number.isNaN(scheduledAt.getTime())) throw badRequest('scheduled_at: must be an ISO 8601 date-time');
   }
-  return { from, to, cc, bcc, replyTo, attachments, fromDomain, domainId: domain.id, scheduledAt };
+  return { from, to, cc, bcc, replyTo, attachments, fromDomain: domainOf(from.address), scheduledAt };
+}
+
+export type PreparedInput = ReturnType<typeof prepareInput>;
+
+/** The team's domain of that name, if any. */
+export async function findSenderDomain(ctx: AppContext, teamId: string, name: string) {
+  return ctx.db<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
+}
+
+/** The rules an email must pass before it is accepted. Throws AppError (400/422). */
+async function checkSend(ctx: AppContext, sender: Sender, input: SendEmailInput) {
+  const prepared = prepareInput(input);
+  const domain = await findSenderDomain(ctx, sender.teamId, prepared.fromDomain);
+  if (!domain) throw unprocessable(`Domain '${prepared.fromDomain}' not found for this team`);
+  if (domain.status !== 'verified') throw unprocessable(`Domain '${prepared.fromDomain}' is not verified`);
+  return { ...prepared, domainId: domain.id };
 }
 
 export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmailInput): Promise<SendResult> {

@@ -220,6 +220,57 @@ t.test('emails in test mode', async (t) => {
     t.same(after.body.recipients.map((r) => r.status), ['suppressed', 'suppressed']);
   });
 
+  t.test('POST /emails/preview renders, signs and sends nothing', async (t) => {
+    const before = await app.appliance.ctx.db('emails').count({ n: '*' }).first();
+    const res = await app.request<{ subject: string; text: string; size: number; signed: boolean; headers: Array<{ name: string; value: string }>; warnings: string[] }>(
+      'POST',
+      '/emails/preview',
+      { key, body: { ...base, headers: { 'X-Campaign': 'spring' }, attachments: [{ filename: 'a.csv', content: 'YSxiCg==' }] } },
+    );
+    t.equal(res.status, 200);
+    t.equal(res.body.subject, 'Hi');
+    t.match(res.body.text, /Hello there/);
+    t.equal(res.body.signed, true);
+    const names = res.body.headers.map((h) => h.name.toLowerCase());
+    t.ok(names.includes('dkim-signature'));
+    t.ok(names.includes('x-campaign'));
+    t.ok(res.body.size > 500);
+    t.same(res.body.warnings, []);
+    const after = await app.appliance.ctx.db('emails').count({ n: '*' }).first();
+    t.equal(Number(after?.n), Number(before?.n), 'nothing stored');
+    const unverified = await app.request<{ signed: boolean; warnings: string[] }>('POST', '/emails/preview', { key, body: { ...base, from: 'x@elsewhere.example' } });
+    t.equal(unverified.status, 200);
+    t.equal(unverified.body.signed, false);
+    t.match(unverified.body.warnings[0], /not found for this team/);
+    t.equal((await app.request('POST', '/emails/preview', { key, body: { ...base, to: ['bad'] } })).status, 400);
+  });
+
+  t.test('POST /emails/spam-preview scores content with named rules', async (t) => {
+    const clean = await app.request<{ score: number; verdict: string; rules: Array<{ name: string }> }>('POST', '/emails/spam-preview', {
+      key,
+      body: { ...base, text: 'Hello there, your receipt is attached.' },
+    });
+    t.equal(clean.status, 200);
+    t.equal(clean.body.verdict, 'ok');
+    t.same(clean.body.rules, []);
+    const spammy = await app.request<{ score: number; verdict: string; threshold: number; rules: Array<{ name: string }> }>('POST', '/emails/spam-preview', {
+      key,
+      body: {
+        from: 'promo@unverified.example',
+        to: base.to,
+        subject: 'FREE MONEY WINNER!!!',
+        html: '<a href="https://bit.ly/x">https://mybank.example</a><img src="x.png"><script>1</script>',
+        tags: ['newsletter'],
+      },
+    });
+    t.equal(spammy.body.verdict, 'likely_spam');
+    t.ok(spammy.body.score >= spammy.body.threshold);
+    const fired = spammy.body.rules.map((r) => r.name);
+    for (const rule of ['UNVERIFIED_FROM', 'SUBJECT_ALL_CAPS', 'SUBJECT_EXCLAMATIONS', 'URL_SHORTENER', 'LINK_TEXT_MISMATCH', 'ACTIVE_CONTENT', 'IMAGE_ONLY', 'BULK_WITHOUT_UNSUBSCRIBE', 'SPAM_PHRASES', 'NO_TEXT_PART']) {
+      t.ok(fired.includes(rule), rule);
+    }
+  });
+
   t.test('batch: per-element results, 100 at most', async (t) => {
     const res = await app.request<{ data: Array<{ id?: string; error?: string; code?: string }> }>('POST', '/emails/batch', {
       key,

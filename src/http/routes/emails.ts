@@ -5,6 +5,7 @@ import { Email, EmailEvent, EmailListQuery, Reschedule, SendBatch, SendEmail } f
 import { parsePaging } from '../../core/paging.js';
 import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../services/api-keys.js';
+import { previewEmail, spamPreview } from '../../services/email-preview.js';
 import { cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, type Reader, type Sender } from '../../services/emails.js';
 
 const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: p.keyId, mode: p.mode });
@@ -54,6 +55,34 @@ export const emailRoutes = [
         }
       }
       return { data };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/emails/preview',
+    summary: 'Render a SendEmailInput without sending: final headers (DKIM-signed when the domain is verified), text, html and size',
+    tag: 'Emails',
+    access: 'sending_access',
+    body: SendEmail,
+    async handle({ app, principal, body }) {
+      return previewEmail(app, sender(principal), body);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/emails/spam-preview',
+    summary: 'Score a SendEmailInput against the content rules (see README); sends nothing',
+    tag: 'Emails',
+    access: 'sending_access',
+    body: SendEmail,
+    response: z.object({
+      score: z.number(),
+      threshold: z.number(),
+      verdict: z.enum(['ok', 'likely_spam']),
+      rules: z.array(z.object({ name: z.string(), score: z.number(), description: z.string() })),
+    }),
+    async handle({ app, principal, body }) {
+      return spamPreview(app, sender(principal), body);
     },
   }),
   defineRoute({

@@ -1,0 +1,119 @@
+// Content scoring for POST /emails/spam-preview: a small, documented rule set in the spirit of
+// SpamAssassin's, aimed at the mistakes senders actually make. Each rule that fires adds its score;
+// a total of SPAM_THRESHOLD or more is "likely_spam". Pure: input in, verdict out.
+
+export const SPAM_THRESHOLD = 5;
+
+export interface ScoredInput {
+  subject: string;
+  html?: string | undefined;
+  text?: string | undefined;
+  headers: Record<string, string>;
+  tags: string[];
+  recipientCount: number;
+  /** The from domain is verified for the team (DKIM will sign). */
+  fromVerified: boolean;
+}
+
+export interface RuleHit {
+  name: string;
+  score: number;
+  description: string;
+}
+
+export interface SpamVerdict {
+  score: number;
+  threshold: number;
+  verdict: 'ok' | 'likely_spam';
+  rules: RuleHit[];
+}
+
+interface Rule {
+  name: string;
+  score: number;
+  description: string;
+  fires(i: Derived): boolean;
+}
+
+interface Derived extends ScoredInput {
+  visibleText: string;
+  links: Array<{ href: string; text: string }>;
+  images: number;
+}
+
+const SHORTENERS = /^(bit\.ly|tinyurl\.com|t\.co|goo\.gl|ow\.ly|is\.gd|buff\.ly|rebrand\.ly|cutt\.ly|shorturl\.at)$/i;
+const SPAM_PHRASES = /\b(100% free|free money|act now|winner|you have won|viagra|risk[- ]free|no obligation|click here|cash bonus|urgent response|limited time offer|guaranteed)\b/gi;
+const BULK_TAGS = /^(marketing|newsletter|promo|promotion|campaign|broadcast)$/i;
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+function derive(input: ScoredInput): Derived {
+  const html = input.html ?? '';
+  const links = [...html.matchAll(/<a\b[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi)].map((m) => ({
+    href: m[1]!,
+    text: m[2]!.replace(/<[^>]+>/g, '').trim(),
+  }));
+  const images = (html.match(/<img\b/gi) ?? []).length;
+  const visibleText = (input.text ?? html.replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]+>/g, ' ')).replace(/\s+/g, ' ').trim();
+  return { ...input, links, images, visibleText };
+}
+
+const RULES: Rule[] = [
+  { name: 'UNVERIFIED_FROM', score: 3, description: 'The from domain is not a verified domain of the team: it would not be DKIM-signed', fires: (i) => !i.fromVerified },
+  { name: 'EMPTY_SUBJECT', score: 1, description: 'The subject is empty', fires: (i) => i.subject.trim() === '' },
+  {
+    name: 'SUBJECT_ALL_CAPS',
+    score: 1.5,
+    description: 'The subject is mostly capital letters',
+    fires: (i) => {
+      const letters = i.subject.replace(/[^A-Za-z]/g, '');
+      return letters.length >= 8 && letters.replace(/[^A-Z]/g, '').length / letters.length >= 0.8;
+    },
+  },
+  { name: 'SUBJECT_EXCLAMATIONS', score: 1, description: 'The subject shouts (!! or three or more exclamation marks)', fires: (i) => /!!/.test(i.subject) || (i.subject.match(/!/g) ?? []).length >= 3 },
+  { name: 'NO_TEXT_PART', score: 0.5, description: 'HTML without a text version written by the sender (the box derives one)', fires: (i) => i.html !== undefined && i.text === undefined },
+  { name: 'IMAGE_ONLY', score: 2, description: 'Images with almost no text (under 100 characters)', fires: (i) => i.images > 0 && i.visibleText.length < 100 },
+  { name: 'LOW_TEXT_TO_IMAGE_RATIO', score: 1, description: 'Fewer than 400 characters of text per image', fires: (i) => i.images > 0 && i.visibleText.length >= 100 && i.visibleText.length / i.images < 400 },
+  { name: 'MANY_LINKS', score: 1, description: 'More than 20 links, or more than one link per 20 words of text', fires: (i) => i.links.length > 20 || (i.links.length > 3 && i.links.length > i.visibleText.split(' ').length / 20) },
+  { name: 'URL_SHORTENER', score: 1.5, description: 'Links through a URL shortener hide their destination', fires: (i) => i.links.some((l) => SHORTENERS.test(hostOf(l.href) ?? '')) },
+  {
+    name: 'LINK_TEXT_MISMATCH',
+    score: 1.5,
+    description: 'A link whose visible text is a URL on another host than its target',
+    fires: (i) =>
+      i.links.some((l) => {
+        const shown = /^https?:\/\//i.test(l.text) ? hostOf(l.text) : null;
+        const target = hostOf(l.href);
+        return shown !== null && target !== null && shown !== target;
+      }),
+  },
+  { name: 'ACTIVE_CONTENT', score: 2, description: 'Scripts, forms or frames, which mail clients block', fires: (i) => /<(script|form|iframe|object|embed)\b/i.test(i.html ?? '') },
+  { name: 'SPAM_PHRASES', score: 1, description: 'Phrases common in spam (e.g. "act now", "100% free", "click here")', fires: (i) => (`${i.subject} ${i.visibleText}`.match(SPAM_PHRASES) ?? []).length > 0 },
+  {
+    name: 'BULK_WITHOUT_UNSUBSCRIBE',
+    score: 2,
+    description: 'Bulk or marketing mail (over 10 recipients, a marketing tag or a List-Id) without List-Unsubscribe or an unsubscribe link',
+    fires: (i) => {
+      const headerNames = Object.keys(i.headers).map((h) => h.toLowerCase());
+      const bulk = i.recipientCount > 10 || i.tags.some((t) => BULK_TAGS.test(t)) || headerNames.includes('list-id');
+      const canLeave = headerNames.includes('list-unsubscribe') || i.links.some((l) => /unsubscribe|opt[- ]?out/i.test(`${l.href} ${l.text}`));
+      return bulk && !canLeave;
+    },
+  },
+];
+
+export function scoreContent(input: ScoredInput): SpamVerdict {
+  const d = derive(input);
+  const rules = RULES.filter((r) => r.fires(d)).map(({ name, score, description }) => ({ name, score, description }));
+  const score = Math.round(rules.reduce((sum, r) => sum + r.score, 0) * 10) / 10;
+  return { score, threshold: SPAM_THRESHOLD, verdict: score >= SPAM_THRESHOLD ? 'likely_spam' : 'ok', rules };
+}
+
+/** The rules, for documentation and the README. */
+export const SPAM_RULES = RULES.map(({ name, score, description }) => ({ name, score, description }));
