@@ -61,11 +61,12 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const port = z.coerce
-  .number({ error: 'must be a port number (0..65535)' })
-  .int('must be a port number (0..65535)')
-  .min(0, 'must be a port number (0..65535)')
-  .max(65535, 'must be a port number (0..65535)');
+/** A decimal integer from the environment (no empty strings, hex or exponents), or a number from JSON. */
+const decimal = (message: string) =>
+  z.preprocess((v) => (typeof v === 'string' ? (/^\s*\d+\s*$/.test(v) ? Number(v) : NaN) : v), z.number({ error: message }).int(message));
+
+const port = decimal('must be a port number (0..65535)')
+  .pipe(z.number().min(0, 'must be a port number (0..65535)').max(65535, 'must be a port number (0..65535)'));
 
 const hostnameRe = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
@@ -80,6 +81,7 @@ export function parseDnsServer(spec: string): DnsServer {
   let host = s;
   let portNum = 53;
   const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(s);
+  if (s.startsWith('[') && !bracketed) throw new Error(`'${spec}' is not [v6address]:port`);
   if (bracketed) {
     host = bracketed[1]!;
     if (bracketed[2]) portNum = Number(bracketed[2]);
@@ -173,13 +175,13 @@ const FIELDS = [
       }),
     ) as z.ZodType<DnsServer[]>,
   ),
-  field('dnsTimeoutMs', 'MAIL_DNS_TIMEOUT_MS', z.coerce.number().int().min(100, 'must be at least 100').max(60000, 'must be at most 60000')),
+  field('dnsTimeoutMs', 'MAIL_DNS_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
   field('outboundPort', 'MAIL_OUTBOUND_PORT', port.refine((p) => p > 0, 'must be a port number (1..65535)')),
   field('relayUrl', 'MAIL_RELAY_URL', nullable(relayUrl)),
   field('routes', 'MAIL_ROUTES', routes),
-  field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', z.coerce.number().int().min(1, 'must be 1..1000').max(1000, 'must be 1..1000')),
-  field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', z.coerce.number().int().min(1, 'must be 1..100').max(100, 'must be 1..100')),
-  field('smtpTimeoutMs', 'MAIL_SMTP_TIMEOUT_MS', z.coerce.number().int().min(1000, 'must be at least 1000').max(600000, 'must be at most 600000')),
+  field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', decimal('must be 1..1000').pipe(z.number().min(1, 'must be 1..1000').max(1000, 'must be 1..1000'))),
+  field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', decimal('must be 1..100').pipe(z.number().min(1, 'must be 1..100').max(100, 'must be 1..100'))),
+  field('smtpTimeoutMs', 'MAIL_SMTP_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(1000, 'must be at least 1000').max(600000, 'must be at most 600000'))),
   field('tlsCert', 'MAIL_TLS_CERT', nullable(z.string())),
   field('tlsKey', 'MAIL_TLS_KEY', nullable(z.string())),
   field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),
@@ -210,7 +212,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     const fromEnv = env[f.env];
     let raw: unknown = fromEnv !== undefined ? fromEnv : defaults[f.key];
     if (f.key in overrides) raw = overrides[f.key];
-    if (f.key === 'hostname' && (raw === null || raw === undefined || raw === '')) raw = os.hostname().toLowerCase();
+    if (f.key === 'hostname') {
+      if (raw === null || raw === undefined || raw === '') raw = os.hostname().toLowerCase();
+      if (typeof raw === 'string') raw = raw.toLowerCase().replace(/\.$/, '');
+    }
     const parsed = f.schema.safeParse(raw);
     if (parsed.success) {
       out[f.key] = parsed.data;
@@ -225,6 +230,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError('Invalid configuration: MAIL_TLS_CERT and MAIL_TLS_KEY must be set together');
   }
   config.dataDir = path.resolve(config.dataDir);
-  config.hostname = config.hostname.toLowerCase().replace(/\.$/, '');
   return config;
 }

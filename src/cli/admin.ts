@@ -101,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) process.stderr.write(`error: ${err.message}\n${USAGE}\n`);
     else if (err instanceof AppError || err instanceof ConfigError) process.stderr.write(`error: ${err.message}\n`);
-    else process.stderr.write(`error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
     return err instanceof UsageError ? 2 : 1;
   } finally {
     await ctx?.db.destroy();

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrations } from './migrations/index.js';
+import { ImmediateSqliteClient } from './sqlite-client.js';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -18,7 +19,7 @@ interface SqliteConnection {
 export async function openDatabase(dataDir: string): Promise<Db> {
   mkdirSync(dataDir, { recursive: true });
   const db = knex({
-    client: 'sqlite3',
+    client: ImmediateSqliteClient as unknown as typeof knex.Client,
     connection: { filename: path.join(dataDir, DB_FILE) },
     useNullAsDefault: true,
     // SQLite has one writer; a single pooled connection serialises writes without SQLITE_BUSY
