@@ -47,6 +47,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
         routes: config.routes,
         connectionsPerHost: config.connectionsPerHost,
         smtpTimeoutMs: config.smtpTimeoutMs,
+        // MX answers are reused for 30 s (by the context's clock, so tests control it).
+        dnsCacheMs: 30_000,
+        now: () => ctx.clock.now().getTime(),
         log: ctx.log.child({ component: 'mta' }),
       });
     const outbound = mta;

@@ -71,7 +71,7 @@ const TEXT: TextRule[] = [
   { category: 'auth_failure', text: /\bdkim\b|\bspf\b|\bdmarc\b|authenticat/i },
   {
     category: 'invalid_mailbox',
-    text: /user unknown|unknown user|unknown recipient|recipient unknown|no such (user|recipient|mailbox|address)|mailbox (is )?unavailable|mailbox not found|does not exist|doesn't exist|recipient (address )?rejected|invalid (recipient|mailbox|address)|(?<!sender )address rejected|doesn't have an? .* account|account (is )?(disabled|inactive)/i,
+    text: /user unknown|unknown user|unknown recipient|recipient unknown|recipient ?not ?found|no such (user|recipient|mailbox|address)|mailbox (is )?unavailable|mailbox not found|does not exist|doesn't exist|recipient (address )?rejected|invalid (recipient|mailbox|address)|(?<!sender )address rejected|doesn't have an? .* account|account (is )?(disabled|inactive)/i,
   },
   {
     category: 'mailbox_full',
@@ -80,10 +80,10 @@ const TEXT: TextRule[] = [
   { category: 'message_too_large', text: /too (big|large)|size (limit|exceeded|exceeds)|message size|exceeds (the )?(maximum|size)/i },
   {
     category: 'dns_failure',
-    text: /\bdns\b|\bmx\b.*(not found|lookup)|domain (not found|does not exist)|null mx|host not found|host or domain name not found|nxdomain/i,
+    text: /\bdns\b|\bno mx\b|\bmx\b.*(not found|lookup)|domain (not found|does not exist)|null mx|host not found|host or domain name not found|nxdomain/i,
   },
   { category: 'connection_failed', text: /connect|timed? ?out|timeout|unreachable|refused|reset by peer|socket|closed|\btls\b|starttls|lost/i, localOnly: true },
-  { category: 'content_rejected', text: /content|virus|malware|attachment|message (was )?rejected|not accepted/i },
+  { category: 'content_rejected', text: /content|virus|malware|attachment|message (was )?rejected/i },
   { category: 'policy', text: /policy|relay(ing)? (access )?denied|not permitted|prohibited|administrative/i },
 ];
 

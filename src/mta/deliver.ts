@@ -6,6 +6,7 @@ import type { RouteRule } from '../config.js';
 import type { Logger } from '../core/logger.js';
 import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
 import { classifyBounce, type BounceCategory } from './bounce.js';
+import { sharedLookups } from './dns-cache.js';
 import { resolveDestination, type Destination, type MxHost } from './mx.js';
 import { deliveredOutcome, localOutcome, parseReply, refusedOutcome, replyOf, transientCode } from './outcomes.js';
 import { chooseRoute, needsMxHosts, parseRelayUrl, type RelayTarget } from './routes.js';
@@ -26,6 +27,13 @@ export interface MtaOptions {
   /** Connect, greeting and inactivity timeout. */
   smtpTimeoutMs: number;
   log: Logger;
+  /**
+   * How long MX and address answers are reused (default 0: concurrent look-ups of a name share one query,
+   * nothing is kept). Failed look-ups are never kept.
+   */
+  dnsCacheMs?: number;
+  /** Clock for dnsCacheMs (default Date.now). */
+  now?: () => number;
 }
 
 /**
@@ -51,6 +59,7 @@ export function createMta(opts: MtaOptions): Mta {
   if (opts.relayUrl) parseRelayUrl(opts.relayUrl);
   for (const rule of opts.routes) if (rule.relay) parseRelayUrl(rule.relay);
 
+  const dns = sharedLookups(opts.dns, opts.dnsCacheMs ?? 0, opts.now ?? Date.now);
   const pool = createTransportPool({
     hostname: opts.hostname,
     timeoutMs: opts.smtpTimeoutMs,
@@ -63,7 +72,7 @@ export function createMta(opts: MtaOptions): Mta {
     let destination: Destination | undefined;
     let mxHosts: string[] | null = [];
     if (needsMxHosts(opts.routes)) {
-      destination = await resolveDestination(opts.dns, domain);
+      destination = await resolveDestination(dns, domain);
       mxHosts = destination.ok ? destination.hosts.map((h) => h.host) : destination.permanent ? [] : null;
     }
     const choice = chooseRoute(domain, opts.routes, opts.relayUrl, mxHosts);
@@ -81,12 +90,24 @@ export function createMta(opts: MtaOptions): Mta {
     } else if (choice.kind === 'relay') {
       result = await viaRelay(req, choice.name, choice.relay);
     } else {
-      result = await direct(req, choice.name, destination ?? (await resolveDestination(opts.dns, domain)));
+      result = await direct(req, choice.name, destination ?? (await resolveDestination(dns, domain)));
     }
 
     const count = (s: string) => result.outcomes.filter((o) => o.status === s).length;
-    opts.log.info(
-      { domain, route: result.route.name, via: result.route.kind, host: result.route.host, port: result.route.port, tls: result.route.tls, delivered: count('delivered'), deferred: count('deferred'), bounced: count('bounced') },
+    const { route } = result;
+    // Routine success at debug (the caller records every outcome); anything else is worth seeing at info.
+    opts.log[count('delivered') === result.outcomes.length ? 'debug' : 'info'](
+      {
+        domain,
+        route: route.name,
+        via: route.kind,
+        host: route.host,
+        port: route.port,
+        tls: route.tls,
+        delivered: count('delivered'),
+        deferred: count('deferred'),
+        bounced: count('bounced'),
+      },
       'outbound delivery',
     );
     return result;
@@ -97,7 +118,8 @@ export function createMta(opts: MtaOptions): Mta {
     const envelope = { from: req.envelopeFrom, to: [...new Set(req.recipients)] };
     const result = await pool.send(target, envelope, req.raw);
     if (!result.ok && result.stage === 'connect' && result.error.code === 'ETLS' && target.starttls === 'opportunistic') {
-      opts.log.info({ host: target.servername ?? target.host, port: target.port, err: result.error.message }, 'TLS handshake failed, retrying without STARTTLS');
+      const host = target.servername ?? target.host;
+      opts.log.info({ host, port: target.port, err: result.error.message }, 'TLS handshake failed, retrying without STARTTLS');
       return pool.send({ ...target, starttls: 'off' }, envelope, req.raw);
     }
     return result;
@@ -124,7 +146,13 @@ export function createMta(opts: MtaOptions): Mta {
       dnsOnly = false;
       for (const address of addresses) {
         if (tried++ >= MAX_ADDRESSES_PER_DELIVERY) break hosts;
-        const target: SmtpTarget = { host: address, port: opts.outboundPort, servername: mx.host, implicitTls: false, starttls: starttlsFor(req.tlsMode) };
+        const target: SmtpTarget = {
+          host: address,
+          port: opts.outboundPort,
+          servername: mx.host,
+          implicitTls: false,
+          starttls: starttlsFor(req.tlsMode),
+        };
         route.host = mx.host;
         route.port = opts.outboundPort;
         const result = await attempt(target, req);
@@ -134,7 +162,7 @@ export function createMta(opts: MtaOptions): Mta {
           route.tls = result.secure;
           return { route, outcomes: transactionOutcomes(req.recipients, result, describeHost(mx.host, address, opts.outboundPort)) };
         }
-        failures.push(describeConnectFailure(result.error, describeHost(mx.host, address, opts.outboundPort), req.tlsMode));
+        failures.push(describeConnectFailure(result.error, mx.host, describeHost(mx.host, address, opts.outboundPort), req.tlsMode));
         lastError = result.error;
       }
     }
@@ -160,14 +188,14 @@ export function createMta(opts: MtaOptions): Mta {
       route.tls = result.secure;
       return { route, outcomes: transactionOutcomes(req.recipients, result, `relay ${where}`) };
     }
-    const message = describeConnectFailure(result.error, `relay ${where}`, req.tlsMode);
+    const message = describeConnectFailure(result.error, `relay ${relay.host}`, `relay ${where}`, req.tlsMode);
     return { route, outcomes: connectFailureOutcomes(req.recipients, message, result.error) };
   }
 
   /** The MX host's addresses through the box's resolver, IPv4 first, or why there are none. */
   async function addressesOf(mx: MxHost): Promise<string[] | string> {
     if (isIP(mx.host)) return [mx.host];
-    const lookups = await Promise.allSettled([opts.dns.a(mx.host), opts.dns.aaaa(mx.host)]);
+    const lookups = await Promise.allSettled([dns.a(mx.host), dns.aaaa(mx.host)]);
     const addresses: string[] = [];
     let failed: DnsLookupError | undefined;
     for (const l of lookups) {
@@ -189,9 +217,8 @@ export function createMta(opts: MtaOptions): Mta {
 const describeHost = (name: string, address: string, port: number) =>
   name === address ? `${address}:${port}` : `${name}[${address}]:${port}`;
 
-/** Why a session could not be set up, in words an operator can act on. */
-function describeConnectFailure(err: SmtpError, where: string, tlsMode: TlsMode): string {
-  const host = where.replace(/\[.*$|:\d+$/, '');
+/** Why a session could not be set up, in words an operator can act on. `host` names the server, `where` adds address and port. */
+function describeConnectFailure(err: SmtpError, host: string, where: string, tlsMode: TlsMode): string {
   const reply = replyOf(err);
   switch (err.code) {
     case ENOSTARTTLS:
@@ -219,7 +246,11 @@ function tlsReason(err: SmtpError): string {
   return /SSL routines:[^:]*:([^:]+)/.exec(err.message)?.[1] ?? err.message.trim();
 }
 
-/** No session could be set up anywhere: every recipient waits for the next attempt. */
+/**
+ * No session could be set up anywhere: every recipient waits for the next attempt. This includes enforced TLS
+ * refused (no STARTTLS, STARTTLS refused, handshake failed): deferred rather than bounced, because the remote
+ * side can fix it, with a reason that says so; the caller's retry window ends it as failed if it never does.
+ */
 function connectFailureOutcomes(recipients: string[], message: string, err: SmtpError): RecipientOutcome[] {
   const reply = replyOf(err);
   let code: string = CODE.noAnswer;

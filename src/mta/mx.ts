@@ -12,7 +12,7 @@ export type Destination =
   /** `enhanced`: the RFC 3463 code for the failure (5.1.10 null MX, 5.1.2 no such destination, 4.4.3 look-up failed). */
   | { ok: false; permanent: boolean; reason: string; enhanced: string };
 
-export async function resolveDestination(dns: DnsResolver, domain: string): Promise<Destination> {
+export async function resolveDestination(dns: Pick<DnsResolver, 'mx' | 'a' | 'aaaa'>, domain: string): Promise<Destination> {
   try {
     const mx = await dns.mx(domain);
     if (mx.length > 0) {

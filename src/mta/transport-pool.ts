@@ -80,8 +80,6 @@ export interface TransportPoolOptions {
 export interface TransportPool {
   /** Runs one SMTP transaction. Never rejects for remote trouble: the result says what happened. */
   send(target: SmtpTarget, envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult>;
-  /** Sessions open right now, per destination key (for tests and diagnostics). */
-  openSessions(): number;
   /** Says QUIT on idle sessions, ends busy ones as their transaction finishes; resolves once all are gone. */
   close(): Promise<void>;
 }
@@ -116,21 +114,29 @@ class DestinationPool {
   private readonly idle: Session[] = [];
   private readonly sessions = new Set<Session>();
   private readonly waiters: Array<() => void> = [];
+  /** send() calls under way (waiting, connecting, or in a transaction). */
+  private inFlight = 0;
   private closed = false;
 
   constructor(
     private readonly target: SmtpTarget,
     private readonly opts: Required<TransportPoolOptions>,
-    /** Called when the pool holds no session and nobody waits: the owner forgets it. */
+    /** Called when the pool holds no session and no send() is under way: the owner forgets it. */
     private readonly onEmpty: () => void,
     private readonly ownerClosed: () => boolean,
   ) {}
 
-  get size(): number {
-    return this.sessions.size;
+  async send(envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult> {
+    this.inFlight++;
+    try {
+      return await this.sendOnce(envelope, raw);
+    } finally {
+      this.inFlight--;
+      this.forgetIfUnused();
+    }
   }
 
-  async send(envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult> {
+  private async sendOnce(envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult> {
     for (let staleRetry = false; ; staleRetry = true) {
       let lease: { session: Session; reused: boolean };
       try {
@@ -283,7 +289,7 @@ class DestinationPool {
   }
 
   private makeIdle(session: Session): void {
-    if (session.dead || this.closed) return this.discard(session, !session.dead);
+    if (session.dead || this.closed || this.ownerClosed()) return this.discard(session, !session.dead);
     this.idle.push(session);
     session.idleTimer = setTimeout(() => this.discard(session, true), this.opts.idleMs);
     session.idleTimer.unref();
@@ -307,7 +313,11 @@ class DestinationPool {
       session.conn.close();
     }
     this.wakeOne();
-    if (this.sessions.size === 0 && this.waiters.length === 0) this.onEmpty();
+    this.forgetIfUnused();
+  }
+
+  private forgetIfUnused(): void {
+    if (this.sessions.size === 0 && this.inFlight === 0) this.onEmpty();
   }
 
   async close(): Promise<void> {
@@ -346,11 +356,6 @@ export function createTransportPool(options: TransportPoolOptions): TransportPoo
         pools.set(key, pool);
       }
       return pool.send(envelope, raw);
-    },
-    openSessions() {
-      let n = 0;
-      for (const p of pools.values()) n += p.size;
-      return n;
     },
     async close() {
       closed = true;
