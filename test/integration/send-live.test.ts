@@ -125,6 +125,32 @@ t.test('live sending to a remote MX', async (t) => {
     t.equal(sink.accepted.length, before + 1);
   });
 
+  t.test('a recipient deferred for 48 hours fails; the schedule is 1 min, 5 min, 15 min, … 8 h', async (t) => {
+    sink.recipients.set('slow@dest.example', { code: 452, text: '4.2.2 Mailbox full, try later' });
+    t.teardown(() => sink.recipients.clear());
+    const res = await send({ from: 'hello@acme.example', to: ['slow@dest.example'], subject: 'Never', text: 'x' });
+    await drain();
+    const waits: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const d = await detail(res.body.id);
+      if (d.status !== 'sending') break;
+      const last = (await timeline(res.body.id)).filter((e) => e.type === 'sending' && e.data.next_attempt_at).pop()!;
+      const wait = new Date(last.data.next_attempt_at as string).getTime() - app.clock.now().getTime();
+      waits.push(wait / MINUTE);
+      app.clock.advance(wait);
+      await drain();
+    }
+    t.same(waits.slice(0, 8), [1, 5, 15, 30, 60, 120, 240, 480], 'retry waits in minutes');
+    const d = await detail(res.body.id);
+    t.equal(d.status, 'failed');
+    t.match(d.recipients[0], { status: 'failed', code: '4.2.2', bounce_category: 'mailbox_full' });
+    const evs = await events(res.body.id);
+    t.equal(evs.filter((e) => e.type === 'email.delivery_delayed').length, 1, 'delivery_delayed only once');
+    t.ok(evs.find((e) => e.type === 'email.failed'));
+    const types = (await timeline(res.body.id)).map((e) => e.type);
+    t.equal(types[types.length - 1], 'failed');
+  });
+
   t.test('enforced TLS refuses a server without STARTTLS', async (t) => {
     const plain = await startSmtpSink({ starttls: false, host: '127.0.0.2', port: sink.port }).catch(() => null);
     if (!plain) {
