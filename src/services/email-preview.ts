@@ -2,18 +2,10 @@
 import type { AppContext } from '../context.js';
 import { composeMessage, htmlToText } from '../mta/compose.js';
 import { signMessage } from '../mta/dkim.js';
-import { formatMailbox, findSenderDomain, prepareInput, type SendEmailInput, type Sender } from './emails.js';
+import { formatMailbox, findSenderDomain, prepareInput, type EmailContentView, type SendEmailInput, type Sender } from './emails.js';
 import { scoreContent, type SpamVerdict } from './spam-score.js';
 
-export interface EmailPreview {
-  from: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  reply_to: string[];
-  subject: string;
-  html: string | null;
-  text: string | null;
+export interface EmailPreview extends EmailContentView {
   /** The message's header fields in order, unfolded (the DKIM signature included when the domain can sign). */
   headers: Array<{ name: string; value: string }>;
   /** Size of the whole RFC 5322 message in bytes, as it would be transmitted. */

@@ -249,8 +249,8 @@ async function findEmail(q: Queryable, reader: Reader, publicId: string): Promis
   return row;
 }
 
-export interface EmailDetail {
-  id: string;
+/** Who and what, as the API shows them for an email and for its preview. */
+export interface EmailContentView {
   from: string;
   to: string[];
   cc: string[];
@@ -259,6 +259,10 @@ export interface EmailDetail {
   subject: string;
   html: string | null;
   text: string | null;
+}
+
+export interface EmailDetail extends EmailContentView {
+  id: string;
   tags: string[];
   headers: Record<string, string>;
   status: EmailStatus;
