@@ -1,0 +1,764 @@
+// Sending benchmark: the real appliance (startAppliance, the composition root `npm start` uses) against a
+// loopback DNS server (dns2) and a fast SMTP sink MX that accepts everything and discards the bodies.
+//
+//   npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
+//                         [--delivery-concurrency <config>] [--connections-per-host <config>]
+//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--keep]
+//
+// Two phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
+// the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops. For
+// each: accepted per second, API latency p50/p99, delivered per second (from the first accept until the
+// sink has every message, and until GET /emails shows every one delivered), peak RSS.
+//
+// Threads: the appliance runs alone on the main thread, as it would in production. The "internet" (DNS
+// server and sink MX) runs on one worker thread and the API client on another, so that their JavaScript
+// does not share the appliance's event loop (they still share the machine's CPUs, and RSS is the whole
+// process's). `--profile` adds timings around the MTA and every SQL statement (some overhead).
+// `--split` measures intake and delivery apart: every email is accepted scheduled a day ahead (nothing is
+// delivered meanwhile), then its job is made due at once and the queue delivers the whole backlog.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+
+// ---------------------------------------------------------------------------------------------- options
+
+interface Options {
+  n: number;
+  concurrency: number;
+  batchConcurrency: number;
+  batchSize: number;
+  deliveryConcurrency: number | undefined;
+  connectionsPerHost: number | undefined;
+  phases: Array<'batch' | 'single'>;
+  tls: boolean;
+  split: boolean;
+  profile: boolean;
+  keep: boolean;
+  timeoutS: number;
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = {
+    n: 10_000,
+    concurrency: 32,
+    batchConcurrency: 1,
+    batchSize: 100,
+    deliveryConcurrency: undefined,
+    connectionsPerHost: undefined,
+    phases: ['batch', 'single'],
+    tls: true,
+    split: false,
+    profile: false,
+    keep: false,
+    timeoutS: 600,
+  };
+  const int = (name: string, v: string | undefined, min: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min} (got ${v ?? 'nothing'})`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = () => inline ?? argv[++i];
+    switch (flag) {
+      case '--n':
+        o.n = int('n', value(), 1);
+        break;
+      case '--concurrency':
+      case '-c':
+        o.concurrency = int('concurrency', value(), 1);
+        break;
+      case '--batch-concurrency':
+        o.batchConcurrency = int('batch-concurrency', value(), 1);
+        break;
+      case '--batch-size':
+        o.batchSize = Math.min(100, int('batch-size', value(), 1));
+        break;
+      case '--delivery-concurrency':
+        o.deliveryConcurrency = int('delivery-concurrency', value(), 1);
+        break;
+      case '--connections-per-host':
+        o.connectionsPerHost = int('connections-per-host', value(), 1);
+        break;
+      case '--phases': {
+        const list = (value() ?? '').split(',').map((s) => s.trim());
+        if (!list.length || list.some((p) => p !== 'batch' && p !== 'single')) throw new Error('--phases takes batch, single or batch,single');
+        o.phases = list as Options['phases'];
+        break;
+      }
+      case '--no-tls':
+        o.tls = false;
+        break;
+      case '--split':
+        o.split = true;
+        break;
+      case '--profile':
+        o.profile = true;
+        break;
+      case '--keep':
+        o.keep = true;
+        break;
+      case '--timeout':
+        o.timeoutS = int('timeout', value(), 1);
+        break;
+      case '--help':
+      case '-h':
+        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--phases batch,single] [--no-tls] [--split] [--profile] [--keep] [--timeout 600]');
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${arg} (try --help)`);
+    }
+  }
+  return o;
+}
+
+// ------------------------------------------------------------------------------------------ shared bits
+
+const HOSTNAME = 'mx.bench.test';
+const SENDER_DOMAIN = 'bench-sender.example';
+const DEST_DOMAIN = 'bench-dest.example';
+const DEST_MX = 'mx.bench-dest.example';
+
+/** Sink counters, shared with the main thread without messages (Int32Array over a SharedArrayBuffer). */
+const ACCEPTED = 0; // messages the sink answered 250 to
+const DUPLICATES = 1; // of those, Message-IDs it had already seen
+const NO_MESSAGE_ID = 2;
+const CONNECTIONS = 3;
+const COUNTERS = 4;
+
+type RemoteRequest =
+  | { op: 'dns-set'; seq: number; type: 'A' | 'AAAA' | 'TXT' | 'MX'; name: string; values: Array<string | { exchange: string; priority: number }> }
+  | { op: 'summary'; seq: number }
+  | { op: 'stop'; seq: number };
+type RemoteOutcome = { ok: true; value?: unknown } | { ok: false; error: string };
+type RemoteReply = RemoteOutcome & { seq: number };
+interface RemoteReady {
+  ready: true;
+  dns: { host: string; port: number };
+  sinkPort: number;
+}
+interface SinkSummary {
+  accepted: number;
+  distinct: number;
+  duplicates: number;
+  maxCopies: number;
+  bytes: number;
+}
+
+interface ClientJob {
+  url: string;
+  apiKey: string;
+  mode: 'batch' | 'single';
+  n: number;
+  /** Parallel request loops. */
+  concurrency: number;
+  batchSize: number;
+  /** Index of the first email (recipients and subjects are numbered across phases). */
+  first: number;
+  html: string;
+  /** ISO time to schedule every email at (--split); absent: send now. */
+  scheduledAt?: string | undefined;
+}
+interface ClientResult {
+  /** performance.timeOrigin-based wall-clock ms (comparable across threads). */
+  firstRequestAt: number;
+  firstAcceptAt: number;
+  lastAcceptAt: number;
+  accepted: number;
+  refused: number;
+  errors: string[];
+  /** One per HTTP request, ms. */
+  latencies: number[];
+}
+
+const wallNow = () => performance.timeOrigin + performance.now();
+
+/** A 2 KB html body (the text part is derived by the appliance). */
+function htmlBody(bytes = 2048): string {
+  const head = '<!doctype html><html><body><h1>Your order has shipped</h1>';
+  const tail = '<p><a href="https://shop.example/orders/12345">Track your parcel</a></p></body></html>';
+  let middle = '';
+  for (let i = 0; middle.length + head.length + tail.length < bytes; i++) {
+    middle += `<p>Item ${i}: a product with a reasonably long description, quantity ${(i % 3) + 1}, price ${(i * 7) % 100}.99 EUR.</p>`;
+  }
+  return (head + middle).slice(0, bytes - tail.length) + tail;
+}
+
+function startWorker(data: unknown): Worker {
+  // tsx's loader is not inherited by worker threads: the worker boots through tsx's API.
+  const self = import.meta.url;
+  const boot = `import('tsx/esm/api').then((api) => api.tsImport(${JSON.stringify(self)}, ${JSON.stringify(self)}))`;
+  return new Worker(boot, { eval: true, workerData: data });
+}
+
+// ------------------------------------------------------------------------- worker: DNS server + sink MX
+
+async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
+  const { startDns } = await import('../test/helpers/dns-server.js');
+  const { sinkTlsMaterial } = await import('../test/helpers/smtp-sink.js');
+  const { SMTPServer } = await import('smtp-server');
+  const port = parentPort!;
+
+  // The helper binds UDP on port 0, then TCP on the same number, which another process may hold: retry.
+  let dns: Awaited<ReturnType<typeof startDns>> | undefined;
+  for (let attempt = 1; !dns; attempt++) {
+    try {
+      dns = await startDns();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 5) throw err;
+    }
+  }
+  const seen = new Map<string, number>();
+  let bytes = 0;
+  const { key, cert } = await sinkTlsMaterial();
+  const server = new SMTPServer({
+    secure: false,
+    key,
+    cert,
+    name: 'sink.bench.test',
+    logger: false,
+    disableReverseLookup: true,
+    authOptional: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    size: 50 * 1024 * 1024,
+    onConnect(_session, callback) {
+      Atomics.add(counters, CONNECTIONS, 1);
+      callback();
+    },
+    // Accept everything; keep only the Message-ID (to count duplicates) and the size.
+    onData(stream, _session, callback) {
+      let header = '';
+      let headerDone = false;
+      stream.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (headerDone) return;
+        header += chunk.toString('latin1');
+        const end = header.indexOf('\r\n\r\n');
+        if (end >= 0 || header.length > 65_536) {
+          headerDone = true;
+          if (end >= 0) header = header.slice(0, end);
+        }
+      });
+      stream.on('end', () => {
+        const id = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
+        if (id) {
+          const copies = (seen.get(id) ?? 0) + 1;
+          seen.set(id, copies);
+          if (copies > 1) Atomics.add(counters, DUPLICATES, 1);
+        } else {
+          Atomics.add(counters, NO_MESSAGE_ID, 1);
+        }
+        Atomics.add(counters, ACCEPTED, 1);
+        callback(null, 'Ok: queued');
+      });
+    },
+  });
+  server.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const sinkPort = (server.server.address() as { port: number }).port;
+
+  port.on('message', (msg: RemoteRequest) => {
+    const reply = (r: RemoteOutcome) => port.postMessage({ seq: msg.seq, ...r });
+    try {
+      if (msg.op === 'dns-set') {
+        dns.set(msg.type, msg.name, msg.values);
+        reply({ ok: true });
+      } else if (msg.op === 'summary') {
+        let duplicates = 0;
+        let maxCopies = 0;
+        for (const c of seen.values()) {
+          duplicates += c - 1;
+          maxCopies = Math.max(maxCopies, c);
+        }
+        const summary: SinkSummary = { accepted: Atomics.load(counters, ACCEPTED), distinct: seen.size, duplicates, maxCopies, bytes };
+        reply({ ok: true, value: summary });
+      } else if (msg.op === 'stop') {
+        server.close(() => {
+          void dns.stop().then(() => {
+            reply({ ok: true });
+            port.close();
+          });
+        });
+      }
+    } catch (err) {
+      reply({ ok: false, error: String(err) });
+    }
+  });
+  const ready: RemoteReady = { ready: true, dns: dns.server, sinkPort };
+  port.postMessage(ready);
+}
+
+// ------------------------------------------------------------------------------------ worker: API client
+
+async function runClient(job: ClientJob): Promise<ClientResult> {
+  const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [] };
+  const headers = { authorization: `Bearer ${job.apiKey}`, 'content-type': 'application/json' };
+  const email = (i: number) => ({
+    from: `Bench <news@${SENDER_DOMAIN}>`,
+    to: [`user${i}@${DEST_DOMAIN}`],
+    subject: `Benchmark message ${i}`,
+    html: job.html,
+    tags: ['bench'],
+    ...(job.scheduledAt ? { scheduled_at: job.scheduledAt } : {}),
+  });
+  const unit = job.mode === 'batch' ? job.batchSize : 1;
+  const requests = Math.ceil(job.n / unit);
+  let next = 0;
+  const note = (e: string) => {
+    if (result.errors.length < 10) result.errors.push(e);
+  };
+
+  async function loop(): Promise<void> {
+    for (;;) {
+      const r = next++;
+      if (r >= requests) return;
+      const from = job.first + r * unit;
+      const count = Math.min(unit, job.n - r * unit);
+      const body =
+        job.mode === 'batch'
+          ? JSON.stringify({ emails: Array.from({ length: count }, (_, k) => email(from + k)) })
+          : JSON.stringify(email(from));
+      const url = job.url + (job.mode === 'batch' ? '/emails/batch' : '/emails');
+      const started = wallNow();
+      if (!result.firstRequestAt) result.firstRequestAt = started;
+      let res: Response;
+      let text: string;
+      try {
+        res = await fetch(url, { method: 'POST', headers, body });
+        text = await res.text();
+      } catch (err) {
+        note(`request ${r}: ${String(err)}`);
+        result.refused += count;
+        continue;
+      }
+      const done = wallNow();
+      result.latencies.push(done - started);
+      if (res.status !== 202) {
+        note(`request ${r}: ${res.status} ${text.slice(0, 200)}`);
+        result.refused += count;
+        continue;
+      }
+      let ok = count;
+      if (job.mode === 'batch') {
+        const data = (JSON.parse(text) as { data: Array<{ id?: string; error?: string }> }).data;
+        ok = data.filter((d) => d.id).length;
+        for (const d of data) if (d.error) note(`batch element: ${d.error}`);
+      }
+      result.accepted += ok;
+      result.refused += count - ok;
+      if (!result.firstAcceptAt) result.firstAcceptAt = done;
+      result.lastAcceptAt = done;
+    }
+  }
+  await Promise.all(Array.from({ length: job.concurrency }, loop));
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------- main thread
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+interface PhaseFigures {
+  name: string;
+  accepted: number;
+  acceptedPerS: number;
+  latP50: number;
+  latP99: number;
+  latMax: number;
+  perEmailP50?: number;
+  perEmailP99?: number;
+  sinkPerS: number;
+  dbPerS: number;
+  sinkSeconds: number;
+  dbSeconds: number;
+  peakRss: number;
+  loopDelayP99: number;
+  elu: number;
+  cpuCores: number;
+}
+
+interface QueryStat {
+  n: number;
+  ms: number;
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const { loadConfig } = await import('../src/config.js');
+  const { startAppliance } = await import('../src/appliance.js');
+  const { newToken } = await import('../src/services/api-keys.js');
+  const { createMta } = await import('../src/mta/deliver.js');
+  const { createLogger } = await import('../src/core/logger.js');
+  const { DELIVER_JOB } = await import('../src/services/emails.js');
+
+  // RSS: the whole process (appliance, sink and client threads), sampled every 100 ms.
+  let peakRss = 0;
+  let phasePeakRss = 0;
+  const rssTimer = setInterval(() => {
+    const rss = process.memoryUsage().rss;
+    peakRss = Math.max(peakRss, rss);
+    phasePeakRss = Math.max(phasePeakRss, rss);
+  }, 100);
+
+  // The "internet": DNS and the sink MX on their own thread.
+  const counters = new Int32Array(new SharedArrayBuffer(COUNTERS * Int32Array.BYTES_PER_ELEMENT));
+  const remote = startWorker({ role: 'remote', counters, tls: opts.tls });
+  const pending = new Map<number, (r: RemoteReply) => void>();
+  let seq = 0;
+  const ready = await new Promise<RemoteReady>((resolve, reject) => {
+    remote.once('error', reject);
+    remote.on('message', (m: RemoteReady | RemoteReply) => {
+      if ('ready' in m) resolve(m);
+      else pending.get(m.seq)?.(m);
+    });
+  });
+  const call = <T>(req: Omit<RemoteRequest, 'seq'> & { op: RemoteRequest['op'] }): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const s = ++seq;
+      pending.set(s, (r) => {
+        pending.delete(s);
+        if (r.ok) resolve(r.value as T);
+        else reject(new Error(r.error));
+      });
+      remote.postMessage({ ...req, seq: s });
+    });
+  const dnsSet = (type: 'A' | 'TXT' | 'MX', name: string, values: Array<string | { exchange: string; priority: number }>) =>
+    call<void>({ op: 'dns-set', type, name, values } as Omit<RemoteRequest, 'seq'> & { op: 'dns-set' });
+
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mail-bench-'));
+  const apiKey = newToken('live');
+  const config = loadConfig(
+    {},
+    {
+      dataDir,
+      hostname: HOSTNAME,
+      bind: '127.0.0.1',
+      apiPort: 0,
+      logLevel: 'silent',
+      dnsServers: [ready.dns],
+      outboundPort: ready.sinkPort,
+      bootstrapApiKey: apiKey,
+      ...(opts.deliveryConcurrency ? { deliveryConcurrency: opts.deliveryConcurrency } : {}),
+      ...(opts.connectionsPerHost ? { connectionsPerHost: opts.connectionsPerHost } : {}),
+    },
+  );
+
+  // --profile: time the MTA (DNS + SMTP) per delivery, and every SQL statement by shape.
+  const mtaTimes: number[] = [];
+  const queryStats = new Map<string, QueryStat>();
+  let mta: import('../src/mta/types.js').Mta | undefined;
+  if (opts.profile) {
+    const real = createMta({
+      dns: (await import('../src/dns/resolver.js')).createResolver(config.dnsServers, config.dnsTimeoutMs),
+      hostname: config.hostname,
+      outboundPort: config.outboundPort,
+      relayUrl: config.relayUrl,
+      routes: config.routes,
+      connectionsPerHost: config.connectionsPerHost,
+      smtpTimeoutMs: config.smtpTimeoutMs,
+      log: createLogger('silent'),
+    });
+    mta = {
+      async deliver(req) {
+        const t0 = performance.now();
+        try {
+          return await real.deliver(req);
+        } finally {
+          mtaTimes.push(performance.now() - t0);
+        }
+      },
+      close: () => real.close(),
+    };
+  }
+
+  const appliance = await startAppliance({ config, ...(mta ? { mta } : {}) });
+  const url = `http://127.0.0.1:${appliance.ports.api.port}`;
+  const { ctx } = appliance;
+
+  if (opts.profile) {
+    const started = new Map<string, number>();
+    const shape = (sql: string) =>
+      sql
+        .replace(/\s+/g, ' ')
+        .replace(/\((?:\?, )*\?\)(?:, \((?:\?, )*\?\))*/g, '(?…)')
+        .slice(0, 110);
+    ctx.db.on('query', (q: { __knexQueryUid: string }) => started.set(q.__knexQueryUid, performance.now()));
+    const done = (_r: unknown, q: { __knexQueryUid: string; sql: string }) => {
+      const t0 = started.get(q.__knexQueryUid);
+      if (t0 === undefined) return;
+      started.delete(q.__knexQueryUid);
+      const key = shape(q.sql);
+      const s = queryStats.get(key) ?? { n: 0, ms: 0 };
+      s.n++;
+      s.ms += performance.now() - t0;
+      queryStats.set(key, s);
+    };
+    ctx.db.on('query-response', done);
+    ctx.db.on('query-error', (e: unknown, q: { __knexQueryUid: string; sql: string }) => done(e, q));
+  }
+
+  const api = async <T>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> => {
+    const res = await fetch(url + p, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  };
+
+  let exitCode = 0;
+  try {
+    // The sending domain, created and verified the way a customer would.
+    interface DomainView {
+      id: string;
+      status: string;
+      dns_records: Array<{ type: 'TXT' | 'MX'; name: string; value: string; priority?: number }>;
+    }
+    const created = await api<DomainView>('POST', '/domains', { name: SENDER_DOMAIN });
+    if (created.status !== 201) throw new Error(`POST /domains: ${created.status} ${JSON.stringify(created.body)}`);
+    await dnsSet('A', HOSTNAME, ['127.0.0.1']);
+    for (const r of created.body.dns_records) {
+      if (r.type === 'MX') await dnsSet('MX', r.name, [{ exchange: r.value, priority: r.priority ?? 10 }]);
+      else await dnsSet('TXT', r.name, [r.value]);
+    }
+    const verified = await api<DomainView>('POST', `/domains/${created.body.id}/verify`);
+    if (verified.body.status !== 'verified') throw new Error(`${SENDER_DOMAIN} did not verify: ${JSON.stringify(verified.body)}`);
+    // The recipients' domain: its MX is the sink.
+    await dnsSet('MX', DEST_DOMAIN, [{ exchange: DEST_MX, priority: 10 }]);
+    await dnsSet('A', DEST_MX, ['127.0.0.1']);
+
+    console.log(
+      `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
+        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, ` +
+        `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
+    );
+
+    const html = htmlBody();
+    const figures: PhaseFigures[] = [];
+    let sent = 0;
+    const deadline = Date.now() + opts.timeoutS * 1000;
+
+    const deliveredInDb = async (): Promise<number> => {
+      const r = await api<{ meta: { total: number } }>('GET', '/emails?status=delivered&per_page=1');
+      return r.body.meta.total;
+    };
+
+    for (const phase of opts.phases) {
+      const label = phase === 'batch' ? `(a) POST /emails/batch × ${opts.batchSize}` : `(b) POST /emails × ${opts.concurrency} loops`;
+      const sinkBase = Atomics.load(counters, ACCEPTED);
+      const dbBase = await deliveredInDb();
+      phasePeakRss = process.memoryUsage().rss;
+      mtaTimes.length = 0;
+      queryStats.clear();
+      const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
+      const elu0 = performance.eventLoopUtilization();
+      const cpu0 = process.cpuUsage();
+      let elu1 = elu0;
+      let cpu1 = cpu0;
+      const t0 = wallNow();
+
+      const job: ClientJob = {
+        url,
+        apiKey,
+        mode: phase,
+        n: opts.n,
+        concurrency: phase === 'batch' ? opts.batchConcurrency : opts.concurrency,
+        batchSize: opts.batchSize,
+        first: sent,
+        html,
+        scheduledAt: opts.split ? new Date(Date.now() + 86_400_000).toISOString() : undefined,
+      };
+      const client = startWorker({ role: 'client', job });
+      const clientDone = new Promise<ClientResult>((resolve, reject) => {
+        client.once('message', (r: ClientResult) => resolve(r));
+        client.once('error', reject);
+      });
+      sent += opts.n;
+
+      // The sink's count, polled cheaply (shared memory); the database's, through the API, every 250 ms.
+      let sinkAllAt = 0;
+      let dbAllAt = 0;
+      let releasedAt = 0;
+      let result: ClientResult | undefined;
+      let intake: { elu: number; cpuCores: number; loopDelayP99: number; peakRss: number } | undefined;
+      void clientDone.then((r) => (result = r));
+      let lastDbPoll = 0;
+      let progressAt = Date.now();
+      for (;;) {
+        const now = wallNow();
+        if (result && !intake) {
+          // Intake is over: what the appliance's thread and the process used meanwhile.
+          const cpu = process.cpuUsage(cpu0);
+          intake = {
+            elu: performance.eventLoopUtilization(elu0).utilization,
+            cpuCores: (cpu.user + cpu.system) / 1e3 / (now - t0),
+            loopDelayP99: loopDelay.percentile(99) / 1e6,
+            peakRss: phasePeakRss,
+          };
+          if (opts.split) {
+            // Every email waits a day ahead: make them all due now and wake the queue.
+            const at = Date.now();
+            await ctx.db('jobs').where('kind', DELIVER_JOB).andWhere('run_at', '>', at).update({ run_at: at });
+            await ctx.db('emails').where('status', 'queued').whereNotNull('scheduled_at').update({ scheduled_at: null });
+            releasedAt = wallNow();
+            ctx.jobs.wake();
+            loopDelay.reset();
+            elu1 = performance.eventLoopUtilization();
+            cpu1 = process.cpuUsage();
+          }
+        }
+        const atSink = Atomics.load(counters, ACCEPTED) - sinkBase;
+        if (!sinkAllAt && atSink >= opts.n) sinkAllAt = now;
+        if (!dbAllAt && now - lastDbPoll >= 250 && (!opts.split || releasedAt)) {
+          lastDbPoll = now;
+          if ((await deliveredInDb()) - dbBase >= opts.n) dbAllAt = wallNow();
+        }
+        if (result && sinkAllAt && dbAllAt) break;
+        if (result && result.accepted < opts.n && result.accepted + result.refused >= opts.n) {
+          throw new Error(`only ${result.accepted} of ${opts.n} accepted: ${result.errors.join(' | ')}`);
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`timed out: accepted ${result?.accepted ?? '?'}, at the sink ${atSink}, delivered in the database ${(await deliveredInDb()) - dbBase} of ${opts.n}`);
+        }
+        if (Date.now() - progressAt >= 5000) {
+          progressAt = Date.now();
+          console.log(`  … ${phase}: accepted ${result?.accepted ?? '(running)'}, at the sink ${atSink}/${opts.n}, ${fmt((now - t0) / 1000)} s`);
+        }
+        await sleep(10);
+      }
+      await client.terminate();
+      loopDelay.disable();
+      const r = result!;
+      const deliveryFrom = opts.split ? releasedAt : r.firstAcceptAt;
+      const elu = performance.eventLoopUtilization(elu1);
+      const cpu = process.cpuUsage(cpu1);
+      const deliveryWall = (Math.max(sinkAllAt, dbAllAt) - (opts.split ? releasedAt : t0)) / 1000;
+
+      const lat = [...r.latencies].sort((a, b) => a - b);
+      const acceptSeconds = (r.lastAcceptAt - r.firstRequestAt) / 1000;
+      const sinkSeconds = (sinkAllAt - deliveryFrom) / 1000;
+      const dbSeconds = (dbAllAt - deliveryFrom) / 1000;
+      const f: PhaseFigures = {
+        name: phase,
+        accepted: r.accepted,
+        acceptedPerS: r.accepted / acceptSeconds,
+        latP50: percentile(lat, 50),
+        latP99: percentile(lat, 99),
+        latMax: lat[lat.length - 1] ?? NaN,
+        sinkPerS: opts.n / sinkSeconds,
+        dbPerS: opts.n / dbSeconds,
+        sinkSeconds,
+        dbSeconds,
+        peakRss: phasePeakRss,
+        loopDelayP99: loopDelay.percentile(99) / 1e6,
+        elu: elu.utilization,
+        cpuCores: (cpu.user + cpu.system) / 1e6 / deliveryWall,
+      };
+      if (phase === 'batch') {
+        const per = lat.map((ms) => ms / opts.batchSize);
+        f.perEmailP50 = percentile(per, 50);
+        f.perEmailP99 = percentile(per, 99);
+      }
+      figures.push(f);
+
+      console.log(`\n${label}`);
+      console.log(`  accepted        ${r.accepted} in ${fmt(acceptSeconds, 2)} s = ${fmt(f.acceptedPerS, 0)}/s`);
+      if (phase === 'batch') {
+        console.log(`  API latency     per batch request p50 ${fmt(f.latP50)} ms, p99 ${fmt(f.latP99)} ms, max ${fmt(f.latMax)} ms (${lat.length} requests)`);
+        console.log(`                  per email (batch latency / ${opts.batchSize}) p50 ${fmt(f.perEmailP50!, 2)} ms, p99 ${fmt(f.perEmailP99!, 2)} ms`);
+      } else {
+        console.log(`  API latency     per request p50 ${fmt(f.latP50)} ms, p99 ${fmt(f.latP99)} ms, max ${fmt(f.latMax)} ms (${lat.length} requests)`);
+      }
+      const since = opts.split ? 'from the release of the backlog' : 'from the first accept';
+      console.log(`  delivered       sink has all ${opts.n} after ${fmt(sinkSeconds, 2)} s = ${fmt(f.sinkPerS, 0)}/s; GET /emails shows all delivered after ${fmt(dbSeconds, 2)} s = ${fmt(f.dbPerS, 0)}/s (${since})`);
+      console.log(`  peak RSS        ${mb(f.peakRss)}`);
+      const i = intake!;
+      console.log(`  appliance loop  while accepting: utilisation ${fmt(i.elu * 100, 0)}%, event-loop delay p99 ${fmt(i.loopDelayP99)} ms, process CPU ${fmt(i.cpuCores, 2)} cores`);
+      console.log(`                  ${opts.split ? 'while delivering the backlog' : 'whole phase'}: utilisation ${fmt(f.elu * 100, 0)}%, event-loop delay p99 ${fmt(f.loopDelayP99)} ms, process CPU ${fmt(f.cpuCores, 2)} cores; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      if (r.errors.length) console.log(`  errors          ${r.errors.join(' | ')}`);
+      if (opts.profile) printProfile(mtaTimes, queryStats, opts.n, (Math.max(sinkAllAt, dbAllAt) - t0) / 1000);
+    }
+
+    // The end state, straight from the database, and the sink's own count.
+    const byStatus = (await ctx.db('emails').select('status').count({ n: '*' }).groupBy('status')) as Array<{ status: string; n: number }>;
+    const recipientsByStatus = (await ctx.db('email_recipients').select('status').count({ n: '*' }).groupBy('status')) as Array<{ status: string; n: number }>;
+    const jobs = await ctx.jobs.stats();
+    const sink = await call<SinkSummary>({ op: 'summary' });
+    const expected = opts.n * opts.phases.length;
+    const statuses = Object.fromEntries(byStatus.map((r) => [r.status, Number(r.n)]));
+    const recips = Object.fromEntries(recipientsByStatus.map((r) => [r.status, Number(r.n)]));
+    console.log(`\nend state`);
+    console.log(`  emails by status      ${JSON.stringify(statuses)} (expected ${expected} delivered)`);
+    console.log(`  recipients by status  ${JSON.stringify(recips)}`);
+    console.log(`  jobs                  ready ${jobs.ready}, dead ${jobs.dead}`);
+    console.log(`  sink                  ${sink.accepted} accepted, ${sink.distinct} distinct Message-IDs, ${sink.duplicates} duplicates, ${Atomics.load(counters, NO_MESSAGE_ID)} without Message-ID, ${Atomics.load(counters, CONNECTIONS)} connections, ${mb(sink.bytes)} received`);
+    const correct = statuses.delivered === expected && sink.distinct === expected && sink.duplicates === 0 && jobs.ready === 0 && jobs.dead === 0;
+    if (!correct) exitCode = 1;
+
+    const worstP99 = Math.max(...figures.map((f) => (f.name === 'batch' ? f.perEmailP99! : f.latP99)));
+    const worstSingleP99 = figures.find((f) => f.name === 'single')?.latP99;
+    const minDelivered = Math.min(...figures.map((f) => Math.min(f.sinkPerS, f.dbPerS)));
+    const met = minDelivered >= 1000 && (worstSingleP99 ?? worstP99) < 50;
+    const parts = figures.map((f) =>
+      f.name === 'batch'
+        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`
+        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`,
+    );
+    console.log(
+      `\nSUMMARY n=${opts.n}: ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
+        `target (≥1000 delivered/s, p99 < 50 ms) ${met ? 'met' : 'missed'}`,
+    );
+  } catch (err) {
+    console.error(`bench-send failed: ${err instanceof Error ? err.stack : String(err)}`);
+    exitCode = 1;
+  } finally {
+    clearInterval(rssTimer);
+    await appliance.stop();
+    await call<void>({ op: 'stop' }).catch(() => undefined);
+    await remote.terminate();
+    if (opts.keep) console.log(`data dir kept: ${dataDir}`);
+    else rmSync(dataDir, { recursive: true, force: true });
+  }
+  process.exitCode = exitCode;
+}
+
+function printProfile(mtaTimes: number[], queries: Map<string, QueryStat>, n: number, wallS: number): void {
+  const sorted = [...mtaTimes].sort((a, b) => a - b);
+  const sum = sorted.reduce((a, b) => a + b, 0);
+  console.log(`  profile: mta.deliver (DNS + SMTP) ${sorted.length} calls, mean ${fmt(sum / sorted.length, 2)} ms, p50 ${fmt(percentile(sorted, 50), 2)} ms, p99 ${fmt(percentile(sorted, 99), 2)} ms`);
+  const rows = [...queries].sort((a, b) => b[1].ms - a[1].ms);
+  const total = rows.reduce((a, [, s]) => a + s.ms, 0);
+  const count = rows.reduce((a, [, s]) => a + s.n, 0);
+  console.log(`  profile: SQL ${count} statements (${fmt(count / n, 1)} per email), ${fmt(total / 1000, 2)} s summed latency over ${fmt(wallS, 1)} s wall (one connection: statements queue)`);
+  for (const [sql, s] of rows.slice(0, 18)) {
+    console.log(`    ${String(s.n).padStart(7)} × ${fmt(s.ms / s.n, 3).padStart(7)} ms = ${fmt(s.ms / 1000, 2).padStart(6)} s  ${sql}`);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ dispatch
+
+type WorkerData = { role: 'remote'; counters: Int32Array; tls: boolean } | { role: 'client'; job: ClientJob };
+
+if (isMainThread) {
+  await main();
+} else {
+  const data = workerData as WorkerData;
+  if (data.role === 'remote') await runRemote(data.counters, data.tls);
+  else parentPort!.postMessage(await runClient(data.job));
+}
