@@ -2,7 +2,7 @@
 // header folding). Pure: data in, bytes out.
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
-import { convert } from 'html-to-text';
+import { compile } from 'html-to-text';
 
 export interface Mailbox {
   name?: string | undefined;
@@ -29,16 +29,14 @@ export interface ComposeInput {
   date: Date;
 }
 
-/** A readable text part for an HTML-only email: links kept as "text [url]", images dropped. */
-export function htmlToText(html: string): string {
-  return convert(html, {
-    wordwrap: 78,
-    selectors: [
-      { selector: 'img', format: 'skip' },
-      { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-    ],
-  });
-}
+/** A readable text part for an HTML-only email: links kept as "text [url]", images dropped. Compiled once. */
+export const htmlToText: (html: string) => string = compile({
+  wordwrap: 78,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+  ],
+});
 
 /** The MIME type for a file name, as MailComposer would infer it. */
 export function inferContentType(filename: string): string {

@@ -113,11 +113,17 @@ async function recordOutcomes(ctx: AppContext, email: EmailRow, recipients: Reci
   let deferred = 0;
 
   await ctx.db.transaction(async (trx) => {
-    const delayedBefore = await trx('events')
-      .where({ team_id: email.team_id, type: 'email.delivery_delayed' })
-      .andWhereRaw(`json_extract(data, '$.email_id') = ?`, [email.public_id])
-      .first('id');
-    let delayedNow = false;
+    // email.delivery_delayed goes out on the email's first deferral only. An earlier deferral left a
+    // `sending` timeline entry with `next_attempt_at`; look only when this attempt defers someone.
+    let delayReported: boolean | undefined;
+    const firstDelay = async () => {
+      delayReported ??= Boolean(
+        await trx('email_events').where({ email_id: email.id, type: 'sending' }).whereRaw(`json_extract(data, '$.next_attempt_at') IS NOT NULL`).first('id'),
+      );
+      if (delayReported) return false;
+      delayReported = true;
+      return true;
+    };
     for (const result of results) {
       const { route, outcomes } = result;
       const routeData = { route: route.name, via: route.kind, host: route.host, tls: route.tls };
@@ -139,8 +145,7 @@ async function recordOutcomes(ctx: AppContext, email: EmailRow, recipients: Reci
           if (next === 'failed') {
             await addTimeline(trx, email, at, 'failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) });
             await emitEmailEvent(trx, email, at, 'email.failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) });
-          } else if (!delayedBefore && !delayedNow) {
-            delayedNow = true;
+          } else if (await firstDelay()) {
             await emitEmailEvent(trx, email, at, 'email.delivery_delayed', { recipient: o.recipient, ...bounceData(o) });
           }
         }

@@ -68,14 +68,28 @@ export async function startDns(): Promise<TestDns> {
     send(response);
   };
 
-  const udp = dns2.createUDPServer(handle);
-  await udp.listen(0, '127.0.0.1');
-  const port = (udp.address() as { port: number }).port;
-  const tcp = dns2.createTCPServer(handle);
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(port, '127.0.0.1', () => resolve());
-  });
+  // UDP and TCP must share a port (resolvers retry truncated answers over TCP on the same one): take a
+  // free UDP port, then try TCP on it, and start again when another process holds that TCP port.
+  let udp: ReturnType<typeof dns2.createUDPServer> | undefined;
+  let tcp: ReturnType<typeof dns2.createTCPServer> | undefined;
+  let port = 0;
+  for (let attempt = 0; !tcp; attempt++) {
+    udp = dns2.createUDPServer(handle);
+    await udp.listen(0, '127.0.0.1');
+    port = (udp.address() as { port: number }).port;
+    const candidate = dns2.createTCPServer(handle);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        candidate.once('error', reject);
+        candidate.listen(port, '127.0.0.1', () => resolve());
+      });
+      tcp = candidate;
+    } catch (err) {
+      udp.close();
+      if (attempt >= 20) throw err;
+    }
+  }
+  const [udpServer, tcpServer] = [udp!, tcp];
 
   return {
     server: { host: '127.0.0.1', port },
@@ -95,7 +109,7 @@ export async function startDns(): Promise<TestDns> {
       failing.add(norm(name));
     },
     async stop() {
-      await Promise.all([new Promise<void>((r) => udp.close(() => r())), new Promise<void>((r) => tcp.close(() => r()))]);
+      await Promise.all([new Promise<void>((r) => udpServer.close(() => r())), new Promise<void>((r) => tcpServer.close(() => r()))]);
     },
   };
 }
