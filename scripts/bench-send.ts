@@ -399,9 +399,8 @@ interface QueryStat {
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const { loadConfig } = await import('../src/config.js');
-  const { startAppliance } = await import('../src/appliance.js');
+  const { startAppliance, mtaFromConfig } = await import('../src/appliance.js');
   const { newToken } = await import('../src/services/api-keys.js');
-  const { createMta } = await import('../src/mta/deliver.js');
   const { createLogger } = await import('../src/core/logger.js');
   const { DELIVER_JOB } = await import('../src/services/emails.js');
 
@@ -462,15 +461,10 @@ async function main(): Promise<void> {
   const queryStats = new Map<string, QueryStat>();
   let mta: import('../src/mta/types.js').Mta | undefined;
   if (opts.profile) {
-    const real = createMta({
+    const real = mtaFromConfig(config, {
       dns: (await import('../src/dns/resolver.js')).createResolver(config.dnsServers, config.dnsTimeoutMs),
-      hostname: config.hostname,
-      outboundPort: config.outboundPort,
-      relayUrl: config.relayUrl,
-      routes: config.routes,
-      connectionsPerHost: config.connectionsPerHost,
-      smtpTimeoutMs: config.smtpTimeoutMs,
       log: createLogger('silent'),
+      now: Date.now,
     });
     mta = {
       async deliver(req) {

@@ -11,6 +11,8 @@ import { deliverEmail } from './services/delivery.js';
 import { DELIVER_JOB } from './services/emails.js';
 import { createMta } from './mta/deliver.js';
 import type { Mta } from './mta/types.js';
+import type { DnsResolver } from './dns/resolver.js';
+import type { Logger } from './core/logger.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -29,6 +31,22 @@ export interface Appliance {
   stop(): Promise<void>;
 }
 
+/** The outbound MTA as the config describes it. MX answers are reused for 30 s by `now` (the context's clock in tests). */
+export function mtaFromConfig(config: Config, deps: { dns: DnsResolver; log: Logger; now: () => number }): Mta {
+  return createMta({
+    dns: deps.dns,
+    hostname: config.hostname,
+    outboundPort: config.outboundPort,
+    relayUrl: config.relayUrl,
+    routes: config.routes,
+    connectionsPerHost: config.connectionsPerHost,
+    smtpTimeoutMs: config.smtpTimeoutMs,
+    dnsCacheMs: 30_000,
+    now: deps.now,
+    log: deps.log,
+  });
+}
+
 export async function startAppliance(opts: ApplianceOptions): Promise<Appliance> {
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
@@ -37,21 +55,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
-    mta =
-      opts.mta ??
-      createMta({
-        dns: ctx.dns,
-        hostname: config.hostname,
-        outboundPort: config.outboundPort,
-        relayUrl: config.relayUrl,
-        routes: config.routes,
-        connectionsPerHost: config.connectionsPerHost,
-        smtpTimeoutMs: config.smtpTimeoutMs,
-        // MX answers are reused for 30 s (by the context's clock, so tests control it).
-        dnsCacheMs: 30_000,
-        now: () => ctx.clock.now().getTime(),
-        log: ctx.log.child({ component: 'mta' }),
-      });
+    mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
     await ctx.jobs.start();
