@@ -7,7 +7,7 @@ import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
 import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
-import { deliverEmail } from './services/delivery.js';
+import { createDeliveryHandler } from './services/delivery.js';
 import { DELIVER_JOB } from './services/emails.js';
 import { createMta } from './mta/deliver.js';
 import type { Mta } from './mta/types.js';
@@ -57,7 +57,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const bootstrap = await bootstrapIfEmpty(ctx);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
-    ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
+    ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound));
     await ctx.jobs.start();
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');

@@ -1,5 +1,6 @@
 // The durable event log. Services record an event in the same transaction as the change it describes,
 // so an event exists exactly when its change does; the webhook dispatcher delivers from this table.
+import { chunkRows } from '../db/batcher.js';
 import type { Queryable } from '../db/index.js';
 import type { EventType } from './types.js';
 
@@ -10,12 +11,22 @@ export interface EventRecord {
   data: Record<string, unknown>;
 }
 
-interface EventRow {
+export interface EventRow {
   id: number;
   team_id: string;
   type: EventType;
   data: string;
   created_at: string;
+}
+
+/** The row `recordEvent` writes, for callers that write many at once (`recordEvents`). */
+export function eventRow(at: Date, teamId: string, type: EventType, data: Record<string, unknown>): Omit<EventRow, 'id'> {
+  return { team_id: teamId, type, data: JSON.stringify(data), created_at: at.toISOString() };
+}
+
+/** Several events in one statement (chunked under SQLite's bound-variable limit), in the caller's transaction. */
+export async function recordEvents(q: Queryable, rows: Array<Omit<EventRow, 'id'>>): Promise<void> {
+  for (const chunk of chunkRows(rows)) await q('events').insert(chunk);
 }
 
 export async function recordEvent(
@@ -25,7 +36,7 @@ export async function recordEvent(
   type: EventType,
   data: Record<string, unknown>,
 ): Promise<number> {
-  const [id] = await q('events').insert({ team_id: teamId, type, data: JSON.stringify(data), created_at: at.toISOString() });
+  const [id] = await q('events').insert(eventRow(at, teamId, type, data));
   return id as number;
 }
 

@@ -7,6 +7,7 @@
 // idempotent in effect.
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
+import { Batcher, chunkRows } from '../db/batcher.js';
 import type { Db, Queryable } from '../db/index.js';
 
 export interface Job<P = unknown> {
@@ -21,6 +22,13 @@ export interface Job<P = unknown> {
 /** What a handler answers: nothing (done, the job is deleted) or when to run it again. */
 export type JobOutcome = void | { retryAt: Date; error?: string };
 export type JobHandler = (job: Job) => Promise<JobOutcome>;
+
+export interface JobSpec {
+  kind: string;
+  payload: unknown;
+  /** Due from then on; now when omitted. */
+  runAt?: Date;
+}
 
 export interface EnqueueOptions {
   /** Due from then on; now when omitted. */
@@ -66,6 +74,11 @@ export class JobQueue {
   private refill = false;
   private started = false;
   private stopped = false;
+  /** Finished jobs are deleted together: one statement for all that finish while the last delete ran. */
+  private readonly finished = new Batcher<number, void>(async (ids) => {
+    await this.db('jobs').whereIn('id', ids).delete();
+    return ids.map(() => undefined);
+  }, 500);
 
   constructor(
     private readonly db: Db,
@@ -96,12 +109,37 @@ export class JobQueue {
       if (opts.dedupeKey && /UNIQUE constraint failed: jobs.dedupe_key/.test(String((err as Error).message))) return null;
       throw err;
     }
-    if (row.run_at <= now) {
-      const tx = q as Partial<{ executionPromise: Promise<unknown>; isTransaction: boolean }>;
-      if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(() => this.wake(), () => undefined);
-      else this.wake();
-    }
+    if (row.run_at <= now) this.wakeAfter(q);
     return id;
+  }
+
+  /**
+   * Adds several jobs with one statement, in the caller's transaction (which must be a write transaction:
+   * the ids are allocated from the table's AUTOINCREMENT sequence, which only the writer may read safely).
+   * Returns their ids in order. No dedupe keys here.
+   */
+  async enqueueMany(q: Queryable, specs: JobSpec[]): Promise<number[]> {
+    if (specs.length === 0) return [];
+    const now = this.clock.now().getTime();
+    const seq = (await q('sqlite_sequence').where({ name: 'jobs' }).first<{ seq: number } | undefined>('seq'))?.seq ?? 0;
+    const rows = specs.map((s, i) => ({
+      id: seq + 1 + i,
+      kind: s.kind,
+      payload: JSON.stringify(s.payload ?? null),
+      run_at: (s.runAt ?? this.clock.now()).getTime(),
+      created_at: now,
+      dedupe_key: null,
+    }));
+    for (const chunk of chunkRows(rows)) await q('jobs').insert(chunk);
+    if (rows.some((r) => r.run_at <= now)) this.wakeAfter(q);
+    return rows.map((r) => r.id);
+  }
+
+  /** Wakes the worker once `q`'s transaction commits (at once when `q` is not a transaction). */
+  private wakeAfter(q: Queryable): void {
+    const tx = q as Partial<{ executionPromise: Promise<unknown>; isTransaction: boolean }>;
+    if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(() => this.wake(), () => undefined);
+    else this.wake();
   }
 
   /** Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. */
@@ -233,7 +271,7 @@ export class JobQueue {
           .where({ id: job.id })
           .update({ run_at: outcome.retryAt.getTime(), lease_until: null, last_error: outcome.error ?? null });
       } else {
-        await this.db('jobs').where({ id: job.id }).delete();
+        await this.finished.submit(job.id);
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

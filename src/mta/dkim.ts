@@ -1,24 +1,115 @@
-// DKIM signing (RFC 6376) with mailauth: rsa-sha256, relaxed/relaxed, mailauth's default list of signed
-// headers (From, To, Cc, Subject, Date, Message-ID, Reply-To, MIME and List-* headers among them).
-import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+// DKIM signing (RFC 6376): rsa-sha256, relaxed/relaxed. Written here rather than through mailauth's signer
+// because that one parses the PEM key and streams the message through a parser on every call (about 1.5 ms
+// of main-thread CPU per message); here the key is a parsed KeyObject the caller keeps, the canonicalisation
+// is a few string passes, and the RSA operation runs on libuv's thread pool (async crypto.sign). mailauth
+// verifies what this produces in the tests.
+import { createHash, createPrivateKey, sign as cryptoSign, type KeyObject } from 'node:crypto';
 
 export interface DkimKey {
   domain: string;
   selector: string;
-  /** PKCS#8 PEM. */
-  privateKey: string;
+  /** A parsed private key, or PKCS#8 PEM (parsed on each call). */
+  privateKey: KeyObject | string;
+}
+
+/**
+ * The header fields signed when present, each instance (RFC 6376 §5.4.1's recommendations plus the MIME
+ * and List-* fields). `From` is signed once more than it occurs, so that a From added in transit breaks the
+ * signature (§8.15).
+ */
+const SIGNED_FIELDS = [
+  'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type',
+  'content-transfer-encoding', 'content-id', 'content-description', 'resent-date', 'resent-from', 'resent-sender',
+  'resent-to', 'resent-cc', 'resent-message-id', 'in-reply-to', 'references', 'list-id', 'list-help',
+  'list-unsubscribe', 'list-unsubscribe-post', 'list-subscribe', 'list-post', 'list-owner', 'list-archive',
+];
+const OVERSIGNED = new Set(['from']);
+
+interface HeaderField {
+  /** Lower-cased name. */
+  name: string;
+  /** The whole field as it appears, folds included, without its final CRLF. */
+  raw: string;
+}
+
+function splitMessage(raw: Buffer): { header: string; body: Buffer } {
+  let end = raw.indexOf('\r\n\r\n');
+  let sep = 4;
+  if (end < 0) {
+    const lf = raw.indexOf('\n\n');
+    if (lf >= 0) [end, sep] = [lf, 2];
+  }
+  if (end < 0) return { header: raw.toString('latin1'), body: Buffer.alloc(0) };
+  // latin1 maps bytes 1:1, so 8-bit header bytes are canonicalised and hashed unchanged.
+  return { header: raw.subarray(0, end).toString('latin1'), body: raw.subarray(end + sep) };
+}
+
+function parseFields(header: string): HeaderField[] {
+  const fields: HeaderField[] = [];
+  for (const line of header.split(/\r?\n/)) {
+    if ((line.startsWith(' ') || line.startsWith('\t')) && fields.length > 0) fields[fields.length - 1]!.raw += `\r\n${line}`;
+    else if (line.length > 0) fields.push({ name: line.slice(0, Math.max(0, line.indexOf(':'))).trim().toLowerCase(), raw: line });
+  }
+  return fields;
+}
+
+/** Relaxed header canonicalisation (§3.4.2), with the trailing CRLF. */
+export function relaxedHeader(raw: string): string {
+  const colon = raw.indexOf(':');
+  const name = raw.slice(0, colon).trim().toLowerCase();
+  const value = raw
+    .slice(colon + 1)
+    .replace(/\r?\n/g, '')
+    .replace(/[ \t]+/g, ' ')
+    .trim();
+  return `${name}:${value}\r\n`;
+}
+
+/** sha256 of the relaxed body canonicalisation (§3.4.4), base64. */
+export function relaxedBodyHash(body: Buffer): string {
+  const lines = body.toString('latin1').split(/\r?\n/);
+  const out: string[] = lines.map((l) => l.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
+  while (out.length > 0 && out[out.length - 1] === '') out.pop();
+  const canon = out.length === 0 ? '' : `${out.join('\r\n')}\r\n`;
+  return createHash('sha256').update(canon, 'latin1').digest('base64');
+}
+
+function signAsync(data: string, key: KeyObject): Promise<Buffer> {
+  return new Promise((resolve, reject) => cryptoSign('sha256', Buffer.from(data, 'latin1'), key, (err, sig) => (err ? reject(err) : resolve(sig))));
 }
 
 /** Returns the message with its DKIM-Signature header prepended. Throws if the key cannot sign. */
 export async function signMessage(raw: Buffer, key: DkimKey, at: Date): Promise<Buffer> {
-  const options = {
-    canonicalization: 'relaxed/relaxed',
-    algorithm: 'rsa-sha256',
-    signTime: at,
-    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
-  };
-  // mailauth's published types describe an older, flat option shape; signatureData is what it reads.
-  const result = await dkimSign(raw, options as unknown as Parameters<typeof dkimSign>[1]);
-  if (result.errors.length > 0) throw new Error(`DKIM signing failed: ${result.errors.map((e) => e.message).join('; ')}`);
-  return Buffer.concat([Buffer.from(result.signatures, 'utf8'), raw]);
+  const privateKey = typeof key.privateKey === 'string' ? createPrivateKey(key.privateKey) : key.privateKey;
+  if (privateKey.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed: expected an RSA key, got ${privateKey.asymmetricKeyType ?? 'none'}`);
+  const { header, body } = splitMessage(raw);
+  const fields = parseFields(header);
+
+  // Each signed name takes that field's instances from the bottom up (§5.4.2).
+  const names: string[] = [];
+  const canon: string[] = [];
+  for (const name of SIGNED_FIELDS) {
+    const present = fields.filter((f) => f.name === name);
+    for (let i = present.length - 1; i >= 0; i--) {
+      names.push(name);
+      canon.push(relaxedHeader(present[i]!.raw));
+    }
+    if (OVERSIGNED.has(name)) names.push(name); // a non-existent instance signs as empty (§5.4)
+  }
+
+  const tags = [
+    'v=1',
+    'a=rsa-sha256',
+    'c=relaxed/relaxed',
+    `d=${key.domain}`,
+    `s=${key.selector}`,
+    `t=${Math.floor(at.getTime() / 1000)}`,
+    `bh=${relaxedBodyHash(body)}`,
+    `h=${names.join(':')}`,
+  ];
+  const unsigned = `DKIM-Signature: ${tags.join(';\r\n\t')};\r\n\tb=`;
+  const data = canon.join('') + relaxedHeader(unsigned).slice(0, -2); // the signature field itself, without CRLF
+  const signature = (await signAsync(data, privateKey)).toString('base64');
+  const folded = signature.match(/.{1,72}/g)!.join('\r\n\t ');
+  return Buffer.concat([Buffer.from(`${unsigned}${folded}\r\n`, 'latin1'), raw]);
 }

@@ -2,16 +2,24 @@
 // to the MTA (or, in test mode, to the simulator), and records every outcome — recipient statuses, the
 // timeline, webhook events, suppressions — in one transaction. Deferred recipients are retried by
 // returning the next time to the job queue.
+//
+// The queue starts many deliveries in the same turn of the event loop, so the reads, the "sending" mark
+// and the outcome writes each go through a Batcher (src/db/batcher.ts): one statement per table for every
+// delivery in flight, instead of one per delivery. Each delivery still completes on its own.
+import type { KeyObject } from 'node:crypto';
+import { createPrivateKey } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
-import { parseMailbox } from '../core/address.js';
-import type { Job, JobOutcome } from '../jobs/queue.js';
+import { addressKey, parseMailbox } from '../core/address.js';
+import { Batcher, chunkRows } from '../db/batcher.js';
+import type { Queryable } from '../db/index.js';
+import { recordEvents, type EventRow } from '../events/recorder.js';
+import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
 import { composeMessage } from '../mta/compose.js';
 import { signMessage } from '../mta/dkim.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
-import { addTimeline, emitEmailEvent, json, type AttachmentRow, type EmailRow, type RecipientRow } from './email-records.js';
+import { emailEventRow, json, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
-import { addSuppression } from './suppressions.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
 
 /**
@@ -27,6 +35,7 @@ export function retryDelay(attempt: number): number {
 }
 
 interface DomainKeyRow {
+  domain_id: string;
   name: string;
   tls_mode: TlsMode;
   selector: string;
@@ -36,155 +45,284 @@ interface DomainKeyRow {
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
 export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `bounces+${email.public_id}@${email.from_domain}`;
 
-async function buildSignedMessage(ctx: AppContext, email: EmailRow, key: DomainKeyRow, at: Date): Promise<Buffer> {
-  const attachments = await ctx.db<AttachmentRow>('email_attachments').where('email_id', email.id).orderBy('position');
-  const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
-  const raw = await composeMessage({
-    from: parseMailbox(email.from_header)!,
-    to: boxes(email.to_addrs),
-    cc: boxes(email.cc_addrs),
-    replyTo: boxes(email.reply_to),
-    subject: email.subject,
-    html: email.html ?? undefined,
-    text: email.text ?? undefined,
-    headers: json(email.headers),
-    attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content })),
-    messageId: email.message_id,
-    date: new Date(email.created_at),
-  });
-  return signMessage(raw, { domain: key.name, selector: key.selector, privateKey: ctx.secrets.open(key.private_key_sealed) }, at);
+interface Loaded {
+  email: EmailRow;
+  recipients: RecipientRow[];
+  attachments: AttachmentRow[];
+  key: DomainKeyRow | undefined;
 }
 
-/** The job handler for DELIVER_JOB. */
-export async function deliverEmail(ctx: AppContext, mta: Mta, job: Job): Promise<JobOutcome> {
-  const { emailId } = job.payload as { emailId: number };
-  const email = await ctx.db<EmailRow>('emails').where({ id: emailId }).first();
-  if (!email || email.status === 'cancelled') return;
-  const recipients = await ctx.db<RecipientRow>('email_recipients').where('email_id', emailId).orderBy('id');
-  const pending = recipients.filter((r) => isPending(r.status));
-  if (pending.length === 0) return;
+/** What one delivery attempt changes, written together with other attempts' changes by one transaction. */
+interface WriteSet {
+  recipients: Array<Pick<RecipientRow, 'email_id' | 'address' | 'status' | 'last_code' | 'last_message' | 'bounce_category' | 'updated_at'>>;
+  timeline: TimelineRow[];
+  events: Array<Omit<EventRow, 'id'>>;
+  suppressions: Array<{ team_id: string; email: string; reason: 'bounce' | 'complaint'; details: string | null; created_at: string }>;
+  email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
+}
 
-  const started = ctx.clock.now();
-  const attempt = email.attempts + 1;
-  await ctx.db.transaction(async (trx) => {
-    await trx('emails').where({ id: emailId }).update({ attempts: attempt, status: 'sending', job_id: null, updated_at: started.toISOString() });
-    await addTimeline(trx, email, started, 'sending', { attempt, recipients: pending.map((r) => r.address) });
-  });
-
-  const key = await ctx.db('domains as d')
-    .join('dkim_keys as k', 'k.domain_id', 'd.id')
-    .where({ 'd.id': email.domain_id, 'k.state': 'active' })
-    .first<DomainKeyRow | undefined>('d.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed');
-  let results: DeliveryResult[];
-  if (!key) {
-    // The sending domain was deleted after the email was accepted: nothing can sign it.
-    results = [failAll(pending, 'The sending domain was removed before the email could be sent')];
-  } else {
-    const raw = await buildSignedMessage(ctx, email, key, started);
-    const byDomain = new Map<string, string[]>();
-    for (const r of pending) byDomain.set(r.domain, [...(byDomain.get(r.domain) ?? []), r.address]);
-    results = await Promise.all(
-      [...byDomain].map(([domain, addresses]) =>
-        email.mode === 'test'
-          ? simulateDelivery(addresses, attempt)
-          : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw, tlsMode: key.tls_mode }),
-      ),
-    );
+/** `UPDATE table SET … FROM (VALUES …)`: one statement updating many rows to different values. */
+async function updateFromValues(q: Queryable, table: string, keys: string[], sets: Record<string, string>, rows: Array<Record<string, unknown>>): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = [...keys, ...Object.keys(sets).filter((c) => !keys.includes(c))];
+  for (const chunk of chunkRows(rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null]))))) {
+    const tuple = `(${columns.map(() => '?').join(', ')})`;
+    const alias = columns.map((c, i) => `column${i + 1} AS ${c}`).join(', ');
+    const assignments = Object.entries(sets).map(([col, expr]) => `${col} = ${expr}`).join(', ');
+    const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
+    await q.raw(`UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, chunk.flatMap((r) => columns.map((c) => r[c] as string | number | null)));
   }
-  return recordOutcomes(ctx, email, recipients, results, attempt);
 }
 
-function failAll(recipients: RecipientRow[], message: string): DeliveryResult {
-  return {
-    route: { kind: 'direct', name: 'none', tls: false },
-    outcomes: recipients.map((r) => ({ recipient: r.address, status: 'bounced', reply: { message }, code: '5.0.0', category: 'unknown' })),
-  };
+async function writeOutcomes(trx: Queryable, sets: WriteSet[]): Promise<void> {
+  await updateFromValues(
+    trx,
+    'email_recipients',
+    ['email_id', 'address'],
+    { status: 'v.status', last_code: 'v.last_code', last_message: 'v.last_message', bounce_category: 'v.bounce_category', updated_at: 'v.updated_at' },
+    sets.flatMap((s) => s.recipients),
+  );
+  for (const chunk of chunkRows(sets.flatMap((s) => s.timeline))) await trx('email_events').insert(chunk);
+  await recordEvents(trx, sets.flatMap((s) => s.events));
+  const suppressions = sets.flatMap((s) => s.suppressions);
+  for (const chunk of chunkRows(suppressions)) await trx('suppressions').insert(chunk).onConflict(['team_id', 'email']).ignore();
+  await updateFromValues(
+    trx,
+    'emails',
+    ['id'],
+    { status: 'v.status', sent_at: 'COALESCE(emails.sent_at, v.sent_at)', delivered_at: 'COALESCE(emails.delivered_at, v.delivered_at)', updated_at: 'v.updated_at' },
+    sets.map((s) => s.email),
+  );
 }
 
 function bounceData(o: RecipientOutcome): Record<string, unknown> {
   return { bounce_message: o.reply.message, bounce_code: o.code, bounce_category: o.category ?? 'unknown' };
 }
 
-async function recordOutcomes(ctx: AppContext, email: EmailRow, recipients: RecipientRow[], results: DeliveryResult[], attempt: number): Promise<JobOutcome> {
-  const at = ctx.clock.now();
-  const now = at.toISOString();
-  const expired = at.getTime() - new Date(email.scheduled_at ?? email.created_at).getTime() >= GIVE_UP_AFTER_MS;
-  const status = new Map<string, RecipientStatus>(recipients.map((r) => [r.address, r.status]));
-  let deferred = 0;
+/** The handler for DELIVER_JOB, with its batched reads and writes and its cache of parsed DKIM keys. */
+export function createDeliveryHandler(ctx: AppContext, mta: Mta): JobHandler {
+  const keys = new Map<string, KeyObject>();
+  const privateKey = (sealed: string): KeyObject => {
+    let key = keys.get(sealed);
+    if (!key) {
+      key = createPrivateKey(ctx.secrets.open(sealed));
+      if (keys.size > 10_000) keys.clear();
+      keys.set(sealed, key);
+    }
+    return key;
+  };
 
-  await ctx.db.transaction(async (trx) => {
-    // email.delivery_delayed goes out on the email's first deferral only. An earlier deferral left a
-    // `sending` timeline entry with `next_attempt_at`; look only when this attempt defers someone.
-    let delayReported: boolean | undefined;
-    const firstDelay = async () => {
-      delayReported ??= Boolean(
-        await trx('email_events').where({ email_id: email.id, type: 'sending' }).whereRaw(`json_extract(data, '$.next_attempt_at') IS NOT NULL`).first('id'),
-      );
-      if (delayReported) return false;
-      delayReported = true;
-      return true;
-    };
-    for (const result of results) {
-      const { route, outcomes } = result;
-      const routeData = { route: route.name, via: route.kind, host: route.host, tls: route.tls };
-      const accepted = outcomes.filter((o) => o.status === 'delivered');
-      for (const o of outcomes) {
-        let next: RecipientStatus = o.status === 'delivered' ? (route.kind === 'relay' ? 'sent' : 'delivered') : o.status === 'bounced' ? 'bounced' : 'deferred';
-        if (next === 'deferred' && expired) next = 'failed';
-        if (next === 'deferred') deferred++;
-        status.set(o.recipient, next);
-        await trx('email_recipients')
-          .where({ email_id: email.id, address: o.recipient })
-          .update({ status: next, last_code: o.code, last_message: o.reply.message.slice(0, 2000), bounce_category: o.category ?? null, updated_at: now });
-        if (next === 'bounced') {
-          await addTimeline(trx, email, at, 'bounced', { recipient: o.recipient, ...bounceData(o), ...routeData });
-          await emitEmailEvent(trx, email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) });
-          if (o.category === 'invalid_mailbox') await addSuppression(trx, at, email.team_id, o.recipient, 'bounce', `${o.code} ${o.reply.message}`.slice(0, 500));
-        } else if (next === 'deferred' || next === 'failed') {
-          await emitEmailEvent(trx, email, at, 'email.soft_bounced', { recipient: o.recipient, ...bounceData(o) });
-          if (next === 'failed') {
-            await addTimeline(trx, email, at, 'failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) });
-            await emitEmailEvent(trx, email, at, 'email.failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) });
-          } else if (await firstDelay()) {
-            await emitEmailEvent(trx, email, at, 'email.delivery_delayed', { recipient: o.recipient, ...bounceData(o) });
-          }
-        }
-      }
-      if (accepted.length) {
-        const to = accepted.map((o) => o.recipient);
-        const response = accepted[0]!.reply.message;
-        await addTimeline(trx, email, at, 'sent', { recipients: to, response, ...routeData });
-        await emitEmailEvent(trx, email, at, 'email.sent', { recipients: to });
-        if (route.kind === 'direct') {
-          await addTimeline(trx, email, at, 'delivered', { recipients: to, response, ...routeData });
-          await emitEmailEvent(trx, email, at, 'email.delivered', { recipients: to });
-        }
-      }
-      for (const recipient of (result as Partial<SimulatedResult>).complained ?? []) {
-        status.set(recipient, 'complained');
-        await trx('email_recipients').where({ email_id: email.id, address: recipient }).update({ status: 'complained', updated_at: now });
-        await addTimeline(trx, email, at, 'complained', { recipient });
-        await emitEmailEvent(trx, email, at, 'email.complained', { recipient });
-        await addSuppression(trx, at, email.team_id, recipient, 'complaint');
-      }
-    }
-    const derived = deriveEmailStatus([...status.values()], true);
-    const retryAt = deferred > 0 ? new Date(at.getTime() + retryDelay(attempt)) : null;
-    const values = [...status.values()];
-    const anySent = values.some((s) => s === 'sent' || s === 'delivered' || s === 'complained');
-    const anyDelivered = values.some((s) => s === 'delivered' || s === 'complained');
-    await trx('emails')
-      .where({ id: email.id })
-      .update({
-        status: derived,
-        sent_at: email.sent_at ?? (anySent ? now : null),
-        delivered_at: email.delivered_at ?? (anyDelivered ? now : null),
-        updated_at: now,
-      });
-    if (retryAt) await addTimeline(trx, email, at, 'sending', { deferred, next_attempt_at: retryAt.toISOString() });
-    if (derived === 'failed' && !expired) {
-      await emitEmailEvent(trx, email, at, 'email.failed', { reason: 'no recipient could be delivered' });
-    }
+  const load = new Batcher<number, Loaded | undefined>(async (ids) => {
+    const emails = await ctx.db<EmailRow>('emails').whereIn('id', ids);
+    const recipients = await ctx.db<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
+    const attachments = await ctx.db<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position');
+    const domainIds = [...new Set(emails.map((e) => e.domain_id).filter((d): d is string => d !== null))];
+    const domainKeys = domainIds.length
+      ? await ctx.db('domains as d')
+          .join('dkim_keys as k', 'k.domain_id', 'd.id')
+          .whereIn('d.id', domainIds)
+          .andWhere('k.state', 'active')
+          .select<DomainKeyRow[]>('d.id as domain_id', 'd.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed')
+      : [];
+    return ids.map((id) => {
+      const email = emails.find((e) => e.id === id);
+      if (!email) return undefined;
+      return {
+        email,
+        recipients: recipients.filter((r) => r.email_id === id),
+        attachments: attachments.filter((a) => a.email_id === id),
+        key: domainKeys.find((k) => k.domain_id === email.domain_id),
+      };
+    });
   });
-  if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
+
+  const markSending = new Batcher<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }, void>(async (items) => {
+    await ctx.db.transaction(async (trx) => {
+      const now = ctx.clock.now().toISOString();
+      await trx('emails').whereIn('id', items.map((i) => i.email.id)).update({ attempts: trx.raw('attempts + 1'), status: 'sending', job_id: null, updated_at: now });
+      for (const chunk of chunkRows(items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) })))) {
+        await trx('email_events').insert(chunk);
+      }
+    });
+    return items.map(() => undefined);
+  });
+
+  const record = new Batcher<WriteSet, void>(async (sets) => {
+    await ctx.db.transaction((trx) => writeOutcomes(trx, sets));
+    return sets.map(() => undefined);
+  });
+
+  async function buildSignedMessage(l: Loaded, key: DomainKeyRow, at: Date): Promise<Buffer> {
+    const { email } = l;
+    const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
+    const raw = await composeMessage({
+      from: parseMailbox(email.from_header)!,
+      to: boxes(email.to_addrs),
+      cc: boxes(email.cc_addrs),
+      replyTo: boxes(email.reply_to),
+      subject: email.subject,
+      html: email.html ?? undefined,
+      text: email.text ?? undefined,
+      headers: json(email.headers),
+      attachments: l.attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content })),
+      messageId: email.message_id,
+      date: new Date(email.created_at),
+    });
+    return signMessage(raw, { domain: key.name, selector: key.selector, privateKey: privateKey(key.private_key_sealed) }, at);
+  }
+
+  /** email.delivery_delayed goes out on the email's first deferral only: an earlier one left `next_attempt_at` on a `sending` entry. */
+  async function delayReportedBefore(email: EmailRow): Promise<boolean> {
+    const row = await ctx.db('email_events').where({ email_id: email.id, type: 'sending' }).whereRaw(`json_extract(data, '$.next_attempt_at') IS NOT NULL`).first('id');
+    return Boolean(row);
+  }
+
+  return async function deliverEmail(job: Job): Promise<JobOutcome> {
+    const { emailId } = job.payload as { emailId: number };
+    const loaded = await load.submit(emailId);
+    if (!loaded || loaded.email.status === 'cancelled') return;
+    const { email, recipients, key } = loaded;
+    const pending = recipients.filter((r) => isPending(r.status));
+    if (pending.length === 0) return;
+
+    const started = ctx.clock.now();
+    const attempt = email.attempts + 1;
+    await markSending.submit({ email, pending, attempt, at: started });
+
+    let results: DeliveryResult[] = [];
+    let failure: string | undefined;
+    let raw: Buffer | undefined;
+    if (!key) {
+      failure = 'The sending domain was removed before the email could be sent';
+    } else {
+      try {
+        raw = await buildSignedMessage(loaded, key, started);
+      } catch (err) {
+        // Not something a retry mends (a lost master key, a key that cannot sign): the email fails now.
+        ctx.log.error({ err, email: email.public_id }, 'delivery: the message could not be built or signed');
+        failure = `The message could not be built or signed: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    }
+    if (raw && key) {
+      const message = raw;
+      const byDomain = new Map<string, string[]>();
+      for (const r of pending) byDomain.set(r.domain, [...(byDomain.get(r.domain) ?? []), r.address]);
+      results = await Promise.all(
+        [...byDomain].map(([domain, addresses]) =>
+          email.mode === 'test'
+            ? simulateDelivery(addresses, attempt)
+            : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
+        ),
+      );
+    }
+
+    const at = ctx.clock.now();
+    const expired = at.getTime() - new Date(email.scheduled_at ?? email.created_at).getTime() >= GIVE_UP_AFTER_MS;
+    const deferring = !expired && results.some((r) => r.outcomes.some((o) => o.status === 'deferred'));
+    const delayReported = deferring ? await delayReportedBefore(email) : true;
+    const { set, deferred } = outcomeWrites(email, recipients, pending, results, failure, attempt, at, expired, delayReported);
+    await record.submit(set);
+    if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
+  };
+}
+
+/** Everything one attempt's results change, as rows (no I/O). */
+function outcomeWrites(
+  email: EmailRow,
+  recipients: RecipientRow[],
+  pending: RecipientRow[],
+  results: DeliveryResult[],
+  failure: string | undefined,
+  attempt: number,
+  at: Date,
+  expired: boolean,
+  delayReported: boolean,
+): { set: WriteSet; deferred: number } {
+  const now = at.toISOString();
+  const final = new Map(recipients.map((r) => [r.address, { ...r }]));
+  const timeline: TimelineRow[] = [];
+  const events: Array<Omit<EventRow, 'id'>> = [];
+  const suppressions: WriteSet['suppressions'] = [];
+  const changed = new Set<string>();
+  const set = (address: string, values: Partial<RecipientRow>) => {
+    const row = final.get(address);
+    if (!row) return; // an MTA answer for an address this email does not have: nothing to record
+    Object.assign(row, values, { updated_at: now });
+    changed.add(address);
+  };
+  let deferred = 0;
+  let firstDelay = !delayReported;
+
+  if (failure) {
+    for (const r of pending) {
+      set(r.address, { status: 'failed', last_code: null, last_message: failure.slice(0, 2000), bounce_category: null });
+      timeline.push(timelineRow(email, at, 'failed', { recipient: r.address, reason: failure }));
+    }
+    events.push(emailEventRow(email, at, 'email.failed', { reason: failure }));
+  }
+
+  for (const result of results) {
+    const { route, outcomes } = result;
+    const routeData = { route: route.name, via: route.kind, host: route.host, tls: route.tls };
+    const accepted = outcomes.filter((o) => o.status === 'delivered');
+    for (const o of outcomes) {
+      let next: RecipientStatus = o.status === 'delivered' ? (route.kind === 'relay' ? 'sent' : 'delivered') : o.status === 'bounced' ? 'bounced' : 'deferred';
+      if (next === 'deferred' && expired) next = 'failed';
+      if (next === 'deferred') deferred++;
+      set(o.recipient, { status: next, last_code: o.code, last_message: o.reply.message.slice(0, 2000), bounce_category: o.category ?? null });
+      if (next === 'bounced') {
+        timeline.push(timelineRow(email, at, 'bounced', { recipient: o.recipient, ...bounceData(o), ...routeData }));
+        events.push(emailEventRow(email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) }));
+        if (o.category === 'invalid_mailbox') {
+          suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), created_at: now });
+        }
+      } else if (next === 'deferred' || next === 'failed') {
+        events.push(emailEventRow(email, at, 'email.soft_bounced', { recipient: o.recipient, ...bounceData(o) }));
+        if (next === 'failed') {
+          timeline.push(timelineRow(email, at, 'failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) }));
+          events.push(emailEventRow(email, at, 'email.failed', { recipient: o.recipient, reason: 'retries exhausted', ...bounceData(o) }));
+        } else if (firstDelay) {
+          firstDelay = false;
+          events.push(emailEventRow(email, at, 'email.delivery_delayed', { recipient: o.recipient, ...bounceData(o) }));
+        }
+      }
+    }
+    if (accepted.length) {
+      const to = accepted.map((o) => o.recipient);
+      const response = accepted[0]!.reply.message;
+      timeline.push(timelineRow(email, at, 'sent', { recipients: to, response, ...routeData }));
+      events.push(emailEventRow(email, at, 'email.sent', { recipients: to }));
+      if (route.kind === 'direct') {
+        timeline.push(timelineRow(email, at, 'delivered', { recipients: to, response, ...routeData }));
+        events.push(emailEventRow(email, at, 'email.delivered', { recipients: to }));
+      }
+    }
+    for (const recipient of (result as Partial<SimulatedResult>).complained ?? []) {
+      set(recipient, { status: 'complained' });
+      timeline.push(timelineRow(email, at, 'complained', { recipient }));
+      events.push(emailEventRow(email, at, 'email.complained', { recipient }));
+      suppressions.push({ team_id: email.team_id, email: addressKey(recipient), reason: 'complaint', details: null, created_at: now });
+    }
+  }
+
+  const statuses = [...final.values()].map((r) => r.status);
+  const derived = deriveEmailStatus(statuses, true);
+  const anySent = statuses.some((s) => s === 'sent' || s === 'delivered' || s === 'complained');
+  const anyDelivered = statuses.some((s) => s === 'delivered' || s === 'complained');
+  if (deferred > 0) timeline.push(timelineRow(email, at, 'sending', { deferred, next_attempt_at: new Date(at.getTime() + retryDelay(attempt)).toISOString() }));
+  if (derived === 'failed' && !expired && !failure) events.push(emailEventRow(email, at, 'email.failed', { reason: 'no recipient could be delivered' }));
+
+  return {
+    deferred,
+    set: {
+      recipients: [...changed].map((a) => {
+        const r = final.get(a)!;
+        return { email_id: email.id, address: a, status: r.status, last_code: r.last_code, last_message: r.last_message, bounce_category: r.bounce_category, updated_at: now };
+      }),
+      timeline,
+      events,
+      suppressions,
+      email: { id: email.id, status: derived, sent_at: anySent ? now : null, delivered_at: anyDelivered ? now : null, updated_at: now },
+    },
+  };
 }

@@ -2,7 +2,7 @@
 // GET /emails/{id}/events) and the webhook event log (events table). Shared by the send path and the
 // delivery handler so both write the same records.
 import type { Queryable } from '../db/index.js';
-import { recordEvent } from '../events/recorder.js';
+import { eventRow, recordEvent, type EventRow } from '../events/recorder.js';
 import type { EventType } from '../events/types.js';
 import type { EmailStatus, RecipientStatus } from './email-status.js';
 
@@ -72,10 +72,22 @@ export function emailEventData(email: EmailRow, extra: Record<string, unknown> =
 }
 
 export async function addTimeline(q: Queryable, email: Pick<EmailRow, 'id'>, at: Date, type: TimelineType, data: Record<string, unknown> = {}): Promise<void> {
-  await q('email_events').insert({ email_id: email.id, type, data: JSON.stringify(data), created_at: at.toISOString() });
+  await q('email_events').insert(timelineRow(email, at, type, data));
 }
 
 /** A webhook event about an email, in the caller's transaction. */
 export async function emitEmailEvent(q: Queryable, email: EmailRow, at: Date, type: EventType, extra: Record<string, unknown> = {}): Promise<void> {
   await recordEvent(q, at, email.team_id, type, emailEventData(email, extra));
+}
+
+export type TimelineRow = { email_id: number; type: TimelineType; data: string; created_at: string };
+
+/** The row `addTimeline` writes, for callers that write many at once. */
+export function timelineRow(email: Pick<EmailRow, 'id'>, at: Date, type: TimelineType, data: Record<string, unknown> = {}): TimelineRow {
+  return { email_id: email.id, type, data: JSON.stringify(data), created_at: at.toISOString() };
+}
+
+/** The row `emitEmailEvent` writes, for callers that write many at once. */
+export function emailEventRow(email: EmailRow, at: Date, type: EventType, extra: Record<string, unknown> = {}): Omit<EventRow, 'id'> {
+  return eventRow(at, email.team_id, type, emailEventData(email, extra));
 }

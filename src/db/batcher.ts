@@ -1,0 +1,62 @@
+// Group commit. SQLite has one writer and every statement through knex costs a round trip of roughly
+// 100-200 µs, so many small transactions are the bottleneck long before the disk is. A Batcher collects the
+// calls made while its previous run was in progress (or in the same turn of the event loop) and hands them to
+// one run: one transaction and multi-row statements for all of them. An idle Batcher runs at the next turn,
+// so a lone caller waits for nothing; under load, batches grow with the load.
+//
+// A run must be all-or-nothing (one transaction). If it throws for a batch of several, each item is run
+// again alone, so one bad item fails only its own caller.
+
+interface Waiting<I, O> {
+  item: I;
+  resolve(value: O): void;
+  reject(err: unknown): void;
+}
+
+export class Batcher<I, O> {
+  private queue: Array<Waiting<I, O>> = [];
+  private busy = false;
+
+  /** `run` answers one result per item, in order. */
+  constructor(
+    private readonly run: (items: I[]) => Promise<O[]>,
+    private readonly maxBatch = 200,
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.busy) {
+        this.busy = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          const out = await this.run(batch.map((w) => w.item));
+          batch.forEach((w, i) => w.resolve(out[i]!));
+        } catch (err) {
+          if (batch.length === 1) batch[0]!.reject(err);
+          else for (const w of batch) await this.run([w.item]).then((out) => w.resolve(out[0]!), (e: unknown) => w.reject(e));
+        }
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+/** Splits rows so that no single INSERT binds more than `maxVariables` values (SQLite's limit is 32,766). */
+export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000): T[][] {
+  if (rows.length === 0) return [];
+  const perRow = Math.max(1, Object.keys(rows[0]!).length);
+  const size = Math.max(1, Math.floor(maxVariables / perRow));
+  const chunks: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) chunks.push(rows.slice(i, i + size));
+  return chunks;
+}

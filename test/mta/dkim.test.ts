@@ -1,0 +1,72 @@
+// The DKIM signer against mailauth's verifier: folded and repeated headers, whitespace the relaxed
+// canonicalisation must ignore, empty and unterminated bodies, 8-bit header bytes, and tampering.
+import { generateKeyPairSync } from 'node:crypto';
+import t from 'tap';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { relaxedBodyHash, relaxedHeader, signMessage } from '../../src/mta/dkim.js';
+
+const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const p = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+const resolver = async (name: string, rr: string) => {
+  if (rr === 'TXT' && name === 'sel._domainkey.example.test') return [[`v=DKIM1; k=rsa; p=${p}`]];
+  const err = new Error('not found') as Error & { code: string };
+  err.code = 'ENOTFOUND';
+  throw err;
+};
+const at = new Date('2026-11-22T10:00:00Z');
+const key = { domain: 'example.test', selector: 'sel', privateKey };
+
+async function verify(raw: Buffer) {
+  const res = await dkimVerify(raw, { resolver, curTime: at });
+  return res.results[0]!;
+}
+
+const messages: Record<string, string> = {
+  plain: 'From: A <a@example.test>\r\nTo: b@remote.test\r\nSubject: Hello\r\nDate: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <1@example.test>\r\n\r\nHi there\r\n',
+  folded: 'From: "A very long display name" \r\n <a@example.test>\r\nTo: b@remote.test,\r\n\tc@remote.test\r\nSubject:   spaced   out   \r\nTo: second@remote.test\r\n\r\nline with trailing spaces   \r\n\ttabbed\t\tline\r\n\r\n\r\n\r\n',
+  emptyBody: 'From: a@example.test\r\nSubject: empty\r\n\r\n',
+  noFinalCrlf: 'From: a@example.test\r\nSubject: unterminated\r\n\r\nlast line without CRLF',
+  eightBit: 'From: =?utf-8?q?J=C3=B6rg?= <a@example.test>\r\nSubject: Grüße\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nGrüße aus Köln\r\n',
+};
+
+for (const [name, text] of Object.entries(messages)) {
+  t.test(`${name}: mailauth verifies the signature`, async (t) => {
+    const signed = await signMessage(Buffer.from(text, 'utf8'), key, at);
+    const result = await verify(signed);
+    t.equal(result.status.result, 'pass', JSON.stringify(result.status));
+    t.equal(result.signingDomain, 'example.test');
+    t.ok(signed.toString('utf8').endsWith(text), 'the message follows the signature unchanged');
+  });
+}
+
+t.test('PEM keys are accepted too, and From is over-signed', async (t) => {
+  const signed = await signMessage(Buffer.from(messages.plain!), { ...key, privateKey: pem }, at);
+  const header = signed.toString('latin1').split('\r\n\r\n')[0]!.replace(/\r\n[ \t]+/g, ' ');
+  t.match(header, /h=from:from:subject:date:message-id:to;/);
+  t.match(header, /c=relaxed\/relaxed; d=example\.test; s=sel; t=1795341600;/);
+  t.equal((await verify(signed)).status.result, 'pass');
+});
+
+t.test('tampering breaks the signature', async (t) => {
+  const signed = (await signMessage(Buffer.from(messages.plain!), key, at)).toString('latin1');
+  // mailauth answers "neutral" (body hash did not verify) for a changed body.
+  t.match((await verify(Buffer.from(signed.replace('Hi there', 'Hi thera'), 'latin1'))).status, { result: 'neutral', comment: /body hash/ }, 'body');
+  t.equal((await verify(Buffer.from(signed.replace('Subject: Hello', 'Subject: Hallo'), 'latin1'))).status.result, 'fail', 'header');
+  t.equal((await verify(Buffer.from(signed.replace('\r\n\r\n', '\r\nFrom: evil@x.test\r\n\r\n'), 'latin1'))).status.result, 'fail', 'an added From');
+  // Whitespace changes the relaxed canonicalisation forgives.
+  t.equal((await verify(Buffer.from(signed.replace('Subject: Hello', 'Subject:    Hello  '), 'latin1'))).status.result, 'pass', 'header whitespace');
+});
+
+t.test('a non-RSA key is refused', async (t) => {
+  const ed = generateKeyPairSync('ed25519').privateKey;
+  await t.rejects(signMessage(Buffer.from(messages.plain!), { ...key, privateKey: ed }, at), /expected an RSA key/);
+});
+
+t.test('canonicalisation corners (RFC 6376 §3.4.5 example)', async (t) => {
+  t.equal(relaxedHeader('SUBJect: abc\r\n\tdef  '), 'subject:abc def\r\n');
+  t.equal(relaxedHeader('A : X'), 'a:X\r\n');
+  // " C \r\nD \t E\r\n\r\n\r\n" relaxed is " C\r\nD E\r\n"
+  t.equal(relaxedBodyHash(Buffer.from(' C \r\nD \t E\r\n\r\n\r\n')), relaxedBodyHash(Buffer.from(' C\r\nD E\r\n')));
+  t.equal(relaxedBodyHash(Buffer.alloc(0)), '47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=', 'the empty body hashes the empty string');
+});
