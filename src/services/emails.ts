@@ -5,13 +5,26 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
-import { domainOf, parseMailbox, type Mailbox } from '../core/address.js';
+import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
 import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { htmlToText, inferContentType } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
-import { addTimeline, emitEmailEvent, json, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineType } from './email-records.js';
+import { Batcher, chunkRows } from '../db/batcher.js';
+import { recordEvents, type EventRow } from '../events/recorder.js';
+import {
+  addTimeline,
+  emailEventRow,
+  emitEmailEvent,
+  json,
+  timelineRow,
+  type AttachmentRow,
+  type EmailRow,
+  type RecipientRow,
+  type TimelineRow,
+  type TimelineType,
+} from './email-records.js';
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
 import { suppressedAmong } from './suppressions.js';
 
@@ -129,107 +142,197 @@ export async function findSenderDomain(ctx: AppContext, teamId: string, name: st
 }
 
 /** The rules an email must pass before it is accepted. Throws AppError (400/422). */
-async function checkSend(ctx: AppContext, sender: Sender, input: SendEmailInput) {
+async function checkSend(input: SendEmailInput, domainOfTeam: (name: string) => Promise<{ id: string; status: string } | undefined>) {
   const prepared = prepareInput(input);
-  const domain = await findSenderDomain(ctx, sender.teamId, prepared.fromDomain);
+  const domain = await domainOfTeam(prepared.fromDomain);
   if (!domain) throw unprocessable(`Domain '${prepared.fromDomain}' not found for this team`);
   if (domain.status !== 'verified') throw unprocessable(`Domain '${prepared.fromDomain}' is not verified`);
   return { ...prepared, domainId: domain.id };
 }
 
-export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmailInput): Promise<SendResult> {
-  const checked = await checkSend(ctx, sender, input);
-  const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-  return ctx.db.transaction(async (trx) => {
-    const at = ctx.clock.now();
-    if (input.idempotency_key !== undefined) {
-      const earlier = await trx<EmailRow>('emails')
-        .where({ team_id: sender.teamId, idempotency_key: input.idempotency_key })
-        .andWhere('created_at', '>', new Date(at.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString())
-        .orderBy('id', 'desc')
-        .first('public_id', 'request_hash');
-      if (earlier) {
-        if (earlier.request_hash === hash) return { id: earlier.public_id, replayed: true };
-        throw conflict(`Idempotency key '${input.idempotency_key}' was already used with a different request within the last 24 hours`);
-      }
-    }
-    return { id: await insertEmail(ctx, trx, at, sender, input, checked, hash), replayed: false };
-  });
+/** An email that passed its checks, waiting to be written with others in one transaction. */
+interface CheckedSend {
+  sender: Sender;
+  input: SendEmailInput;
+  checked: Awaited<ReturnType<typeof checkSend>>;
+  hash: string | null;
 }
 
-async function insertEmail(
-  ctx: AppContext,
-  trx: Queryable,
-  at: Date,
-  sender: Sender,
-  input: SendEmailInput,
-  c: Awaited<ReturnType<typeof checkSend>>,
-  hash: string | null,
-): Promise<string> {
-  const publicId = newPublicId('em');
-  const now = at.toISOString();
-  const scheduled = c.scheduledAt && c.scheduledAt.getTime() > at.getTime() ? c.scheduledAt : null;
-  const row: Omit<EmailRow, 'id'> = {
-    public_id: publicId,
-    team_id: sender.teamId,
-    api_key_id: sender.apiKeyId,
-    domain_id: c.domainId,
-    mode: sender.mode,
-    from_header: formatMailbox(c.from),
-    from_address: c.from.address,
-    from_domain: c.fromDomain,
-    to_addrs: JSON.stringify(c.to.map(formatMailbox)),
-    cc_addrs: JSON.stringify(c.cc.map(formatMailbox)),
-    bcc_addrs: JSON.stringify(c.bcc.map(formatMailbox)),
-    reply_to: JSON.stringify(c.replyTo.map(formatMailbox)),
-    subject: input.subject ?? '',
-    html: input.html ?? null,
-    // Derived once, here, so the stored email shows exactly the text part that is sent.
-    text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : null),
-    headers: JSON.stringify(input.headers ?? {}),
-    tags: JSON.stringify(input.tags ?? []),
-    status: 'queued',
-    message_id: `<${publicId}@${ctx.config.hostname}>`,
-    idempotency_key: input.idempotency_key ?? null,
-    request_hash: hash,
-    job_id: null,
-    attempts: 0,
-    scheduled_at: scheduled ? scheduled.toISOString() : null,
-    sent_at: null,
-    delivered_at: null,
-    created_at: now,
-    updated_at: now,
-  };
-  const [id] = (await trx('emails').insert(row)) as [number];
-  const email: EmailRow = { id, ...row };
-
-  const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)];
-  const suppressed = await suppressedAmong(trx, sender.teamId, all.map(([, m]) => m.address));
-  const recipients = all.map(([kind, m]) => ({
-    email_id: id,
-    kind,
-    address: m.address,
-    domain: domainOf(m.address),
-    status: (suppressed.has(m.address.toLowerCase()) ? 'suppressed' : 'queued') as RecipientStatus,
-    updated_at: now,
-  }));
-  await trx('email_recipients').insert(recipients);
-  if (c.attachments.length) await trx('email_attachments').insert(c.attachments.map((a) => ({ ...a, email_id: id })));
-
-  await addTimeline(trx, email, at, 'queued', scheduled ? { scheduled_at: email.scheduled_at } : {});
-  if (scheduled) await emitEmailEvent(trx, email, at, 'email.scheduled', { scheduled_at: email.scheduled_at });
-  const blocked = recipients.filter((r) => r.status === 'suppressed').map((r) => r.address);
-  if (blocked.length) await emitEmailEvent(trx, email, at, 'email.suppressed', { suppressed: blocked });
-
-  if (blocked.length === recipients.length) {
-    await trx('emails').where({ id }).update({ status: 'failed' });
-    await addTimeline(trx, email, at, 'failed', { reason: 'every recipient is on the suppression list', suppressed: blocked });
-    await emitEmailEvent(trx, email, at, 'email.failed', { reason: 'every recipient is on the suppression list' });
-  } else {
-    const jobId = await ctx.jobs.enqueue(trx, DELIVER_JOB, { emailId: id }, { runAt: scheduled ?? at });
-    await trx('emails').where({ id }).update({ job_id: jobId });
+// Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
+// transaction runs share the next one. One writer per context; the map only finds it.
+const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
+function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> {
+  let w = writers.get(ctx);
+  if (!w) {
+    w = new Batcher((items) => ctx.db.transaction((trx) => writeEmails(ctx, trx, items)));
+    writers.set(ctx, w);
   }
-  return publicId;
+  return w;
+}
+
+/** Checks and accepts one email: resolves once it and its delivery job are durably stored. */
+export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmailInput): Promise<SendResult> {
+  const [result] = await sendEmails(ctx, sender, [input]);
+  if (result instanceof AppError) throw result;
+  return result!;
+}
+
+/**
+ * Checks and accepts several emails (POST /emails/batch): each answers its id or its own AppError; the
+ * accepted ones are written together. Errors other than AppError (the store failing) are thrown.
+ */
+export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEmailInput[]): Promise<Array<SendResult | AppError>> {
+  const domains = new Map<string, Promise<{ id: string; status: string } | undefined>>();
+  const lookup = (name: string) => {
+    let d = domains.get(name);
+    if (!d) domains.set(name, (d = findSenderDomain(ctx, sender.teamId, name)));
+    return d;
+  };
+  const writer = writerOf(ctx);
+  return Promise.all(
+    inputs.map(async (input) => {
+      try {
+        const checked = await checkSend(input, lookup);
+        const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
+        return await writer.submit({ sender, input, checked, hash });
+      } catch (err) {
+        if (err instanceof AppError) return err;
+        throw err;
+      }
+    }),
+  );
+}
+
+/** Next ids of an AUTOINCREMENT table; only the writer (inside its transaction) may ask. */
+async function nextIds(trx: Queryable, table: string): Promise<number> {
+  const row = await trx('sqlite_sequence').where({ name: table }).first<{ seq: number } | undefined>('seq');
+  return (row?.seq ?? 0) + 1;
+}
+
+/** One transaction for many accepted emails: a handful of multi-row statements whatever their number. */
+async function writeEmails(ctx: AppContext, trx: Queryable, items: CheckedSend[]): Promise<Array<SendResult | AppError>> {
+  const at = ctx.clock.now();
+  const now = at.toISOString();
+  const results: Array<SendResult | AppError | undefined> = items.map(() => undefined);
+
+  // Idempotency: an earlier email with the key (within 24 h, or earlier in this very batch) answers instead.
+  const sameBatch = new Map<string, { id: string; hash: string | null }>();
+  const accepted: Array<{ i: number; item: CheckedSend; publicId: string }> = [];
+  for (const [i, item] of items.entries()) {
+    const key = item.input.idempotency_key;
+    const publicId = newPublicId('em');
+    if (key !== undefined) {
+      const k = `${item.sender.teamId}\0${key}`;
+      const earlier =
+        sameBatch.get(k) ??
+        (await trx<EmailRow>('emails')
+          .where({ team_id: item.sender.teamId, idempotency_key: key })
+          .andWhere('created_at', '>', new Date(at.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString())
+          .orderBy('id', 'desc')
+          .first('public_id', 'request_hash')
+          .then((r) => (r ? { id: r.public_id, hash: r.request_hash } : undefined)));
+      if (earlier) {
+        results[i] =
+          earlier.hash === item.hash
+            ? { id: earlier.id, replayed: true }
+            : conflict(`Idempotency key '${key}' was already used with a different request within the last 24 hours`);
+        continue;
+      }
+      sameBatch.set(k, { id: publicId, hash: item.hash });
+    }
+    accepted.push({ i, item, publicId });
+  }
+  if (accepted.length === 0) return results as Array<SendResult | AppError>;
+
+  // Suppressions: one query per team.
+  const suppressed = new Map<string, Set<string>>();
+  for (const teamId of new Set(accepted.map((a) => a.item.sender.teamId))) {
+    const addresses = accepted.filter((a) => a.item.sender.teamId === teamId).flatMap(({ item: { checked: c } }) => [...c.to, ...c.cc, ...c.bcc].map((m) => m.address));
+    suppressed.set(teamId, await suppressedAmong(trx, teamId, addresses));
+  }
+
+  const firstId = await nextIds(trx, 'emails');
+  const emails: EmailRow[] = [];
+  const recipients: Array<Omit<RecipientRow, 'id' | 'last_code' | 'last_message' | 'bounce_category'>> = [];
+  const attachments: Array<Omit<AttachmentRow, 'id'>> = [];
+  const timeline: TimelineRow[] = [];
+  const events: Array<Omit<EventRow, 'id'>> = [];
+  const jobs: Array<{ email: EmailRow; runAt: Date }> = [];
+
+  for (const [n, { item, publicId }] of accepted.entries()) {
+    const { sender, input, checked: c, hash } = item;
+    const id = firstId + n;
+    const scheduled = c.scheduledAt && c.scheduledAt.getTime() > at.getTime() ? c.scheduledAt : null;
+    const email: EmailRow = {
+      id,
+      public_id: publicId,
+      team_id: sender.teamId,
+      api_key_id: sender.apiKeyId,
+      domain_id: c.domainId,
+      mode: sender.mode,
+      from_header: formatMailbox(c.from),
+      from_address: c.from.address,
+      from_domain: c.fromDomain,
+      to_addrs: JSON.stringify(c.to.map(formatMailbox)),
+      cc_addrs: JSON.stringify(c.cc.map(formatMailbox)),
+      bcc_addrs: JSON.stringify(c.bcc.map(formatMailbox)),
+      reply_to: JSON.stringify(c.replyTo.map(formatMailbox)),
+      subject: input.subject ?? '',
+      html: input.html ?? null,
+      // Derived once, here, so the stored email shows exactly the text part that is sent.
+      text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : null),
+      headers: JSON.stringify(input.headers ?? {}),
+      tags: JSON.stringify(input.tags ?? []),
+      status: 'queued',
+      message_id: `<${publicId}@${ctx.config.hostname}>`,
+      idempotency_key: input.idempotency_key ?? null,
+      request_hash: hash,
+      job_id: null,
+      attempts: 0,
+      scheduled_at: scheduled ? scheduled.toISOString() : null,
+      sent_at: null,
+      delivered_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    emails.push(email);
+
+    const blockedSet = suppressed.get(sender.teamId)!;
+    const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)];
+    const mine = all.map(([kind, m]) => ({
+      email_id: id,
+      kind,
+      address: m.address,
+      domain: domainOf(m.address),
+      status: (blockedSet.has(addressKey(m.address)) ? 'suppressed' : 'queued') as RecipientStatus,
+      updated_at: now,
+    }));
+    recipients.push(...mine);
+    attachments.push(...c.attachments.map((a) => ({ ...a, email_id: id })));
+
+    timeline.push(timelineRow(email, at, 'queued', scheduled ? { scheduled_at: email.scheduled_at } : {}));
+    if (scheduled) events.push(emailEventRow(email, at, 'email.scheduled', { scheduled_at: email.scheduled_at }));
+    const blocked = mine.filter((r) => r.status === 'suppressed').map((r) => r.address);
+    if (blocked.length) events.push(emailEventRow(email, at, 'email.suppressed', { suppressed: blocked }));
+    if (blocked.length === mine.length) {
+      email.status = 'failed';
+      timeline.push(timelineRow(email, at, 'failed', { reason: 'every recipient is on the suppression list', suppressed: blocked }));
+      events.push(emailEventRow(email, at, 'email.failed', { reason: 'every recipient is on the suppression list' }));
+    } else {
+      jobs.push({ email, runAt: scheduled ?? at });
+    }
+    results[accepted[n]!.i] = { id: publicId, replayed: false };
+  }
+
+  const jobIds = await ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt })));
+  jobs.forEach((j, n) => (j.email.job_id = jobIds[n]!));
+  for (const chunk of chunkRows(emails)) await trx('emails').insert(chunk);
+  for (const chunk of chunkRows(recipients)) await trx('email_recipients').insert(chunk);
+  // Attachments can be large: a few rows per statement keeps each statement's size reasonable.
+  for (const a of attachments) await trx('email_attachments').insert(a);
+  for (const chunk of chunkRows(timeline)) await trx('email_events').insert(chunk);
+  await recordEvents(trx, events);
+  return results as Array<SendResult | AppError>;
 }
 
 // ---- reads ----

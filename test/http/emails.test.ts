@@ -145,6 +145,22 @@ t.test('emails in test mode', async (t) => {
     t.not(later.body.id, first.body.id);
   });
 
+  t.test('idempotency holds for sends written in the same transaction (concurrent requests, one batch)', async (t) => {
+    const together = await Promise.all(Array.from({ length: 5 }, () => send({ ...base, idempotency_key: 'together-1' })));
+    t.same(new Set(together.map((r) => r.status)), new Set([202]));
+    t.equal(new Set(together.map((r) => r.body.id)).size, 1, 'five concurrent requests, one email');
+    const batch = await app.request<{ data: Array<{ id?: string; error?: string; code?: string }> }>('POST', '/emails/batch', {
+      key,
+      body: { emails: [{ ...base, idempotency_key: 'together-2' }, { ...base, idempotency_key: 'together-2' }, { ...base, subject: 'other', idempotency_key: 'together-2' }] },
+    });
+    t.equal(batch.body.data[0]!.id, batch.body.data[1]!.id, 'a repeated element answers the first one’s id');
+    t.equal(batch.body.data[2]!.code, 'conflict');
+    for (const k of ['together-1', 'together-2']) {
+      const count = await app.appliance.ctx.db('emails').where({ idempotency_key: k }).count({ n: '*' }).first();
+      t.equal(Number(count?.n), 1, `${k}: stored once`);
+    }
+  });
+
   t.test('scheduled: waits, can be rescheduled, then goes out at its time', async (t) => {
     const at = new Date(app.clock.now().getTime() + 30 * MINUTE).toISOString();
     const res = await send({ ...base, scheduled_at: at });

@@ -6,7 +6,7 @@ import { parsePaging } from '../../core/paging.js';
 import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../services/api-keys.js';
 import { previewEmail, spamPreview } from '../../services/email-preview.js';
-import { cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, type Reader, type Sender } from '../../services/emails.js';
+import { cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, sendEmails, type Reader, type Sender } from '../../services/emails.js';
 
 const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: p.keyId, mode: p.mode });
 /** sending_access keys read back only the emails they sent themselves. */
@@ -45,15 +45,8 @@ export const emailRoutes = [
     status: 202,
     response: z.object({ data: z.array(z.union([Accepted, z.object({ error: z.string(), code: z.string() })])) }),
     async handle({ app, principal, body }) {
-      const data: Array<{ id: string } | { error: string; code: string }> = [];
-      for (const email of body.emails) {
-        try {
-          data.push({ id: (await sendEmail(app, sender(principal), email)).id });
-        } catch (err) {
-          if (!(err instanceof AppError)) throw err;
-          data.push({ error: err.message, code: err.code });
-        }
-      }
+      const results = await sendEmails(app, sender(principal), body.emails);
+      const data = results.map((r) => (r instanceof AppError ? { error: r.message, code: r.code } : { id: r.id }));
       return { data };
     },
   }),
