@@ -10,6 +10,7 @@ import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js'
 import { createDeliveryHandler } from './services/delivery.js';
 import { DELIVER_JOB } from './services/emails.js';
 import { createMta } from './mta/deliver.js';
+import { RenderPool } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
@@ -52,12 +53,14 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
   let mta: Mta | undefined;
+  let renderer: RenderPool | undefined;
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
-    ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound));
+    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' })));
+    ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
     await ctx.jobs.start();
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
@@ -74,6 +77,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
         (stopping ??= (async () => {
           await server.close();
           await ctx.jobs.stop();
+          await render.close();
           await outbound.close();
           await ctx.db.destroy();
           ctx.log.info('stopped');
@@ -82,6 +86,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   } catch (err) {
     await api?.close(0);
     await ctx.jobs.stop();
+    await renderer?.close();
     await mta?.close();
     await ctx.db.destroy();
     throw err;

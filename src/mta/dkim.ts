@@ -107,7 +107,18 @@ export async function signMessage(raw: Buffer, key: DkimKey, at: Date): Promise<
     `bh=${relaxedBodyHash(body)}`,
     `h=${names.join(':')}`,
   ];
-  const unsigned = `DKIM-Signature: ${tags.join(';\r\n\t')};\r\n\tb=`;
+  // Folded to lines of at most 78 characters where tags allow; relaxed canonicalisation ignores the folds.
+  let unsigned = 'DKIM-Signature:';
+  let line = unsigned.length;
+  for (const tag of [...tags.map((x) => `${x};`), 'b=']) {
+    if (line + 1 + tag.length > 78) {
+      unsigned += `\r\n\t${tag}`;
+      line = 1 + tag.length;
+    } else {
+      unsigned += ` ${tag}`;
+      line += 1 + tag.length;
+    }
+  }
   const data = canon.join('') + relaxedHeader(unsigned).slice(0, -2); // the signature field itself, without CRLF
   const signature = (await signAsync(data, privateKey)).toString('base64');
   const folded = signature.match(/.{1,72}/g)!.join('\r\n\t ');

@@ -6,8 +6,6 @@
 // The queue starts many deliveries in the same turn of the event loop, so the reads, the "sending" mark
 // and the outcome writes each go through a Batcher (src/db/batcher.ts): one statement per table for every
 // delivery in flight, instead of one per delivery. Each delivery still completes on its own.
-import type { KeyObject } from 'node:crypto';
-import { createPrivateKey } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
@@ -15,8 +13,7 @@ import { Batcher, chunkRows } from '../db/batcher.js';
 import type { Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
-import { composeMessage } from '../mta/compose.js';
-import { signMessage } from '../mta/dkim.js';
+import { RenderThreadError, type RenderPool } from '../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
 import { emailEventRow, json, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
@@ -99,19 +96,8 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
   return { bounce_message: o.reply.message, bounce_code: o.code, bounce_category: o.category ?? 'unknown' };
 }
 
-/** The handler for DELIVER_JOB, with its batched reads and writes and its cache of parsed DKIM keys. */
-export function createDeliveryHandler(ctx: AppContext, mta: Mta): JobHandler {
-  const keys = new Map<string, KeyObject>();
-  const privateKey = (sealed: string): KeyObject => {
-    let key = keys.get(sealed);
-    if (!key) {
-      key = createPrivateKey(ctx.secrets.open(sealed));
-      if (keys.size > 10_000) keys.clear();
-      keys.set(sealed, key);
-    }
-    return key;
-  };
-
+/** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
+export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     const emails = await ctx.db<EmailRow>('emails').whereIn('id', ids);
     const recipients = await ctx.db<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
@@ -152,10 +138,10 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta): JobHandler {
     return sets.map(() => undefined);
   });
 
-  async function buildSignedMessage(l: Loaded, key: DomainKeyRow, at: Date): Promise<Buffer> {
+  function buildSignedMessage(l: Loaded, key: DomainKeyRow, at: Date): Promise<Buffer> {
     const { email } = l;
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
-    const raw = await composeMessage({
+    const message = {
       from: parseMailbox(email.from_header)!,
       to: boxes(email.to_addrs),
       cc: boxes(email.cc_addrs),
@@ -163,12 +149,12 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta): JobHandler {
       subject: email.subject,
       html: email.html ?? undefined,
       text: email.text ?? undefined,
-      headers: json(email.headers),
+      headers: json<Record<string, string>>(email.headers),
       attachments: l.attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content })),
       messageId: email.message_id,
       date: new Date(email.created_at),
-    });
-    return signMessage(raw, { domain: key.name, selector: key.selector, privateKey: privateKey(key.private_key_sealed) }, at);
+    };
+    return renderer.render(message, { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) }, at);
   }
 
   /** email.delivery_delayed goes out on the email's first deferral only: an earlier one left `next_attempt_at` on a `sending` entry. */
@@ -198,6 +184,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta): JobHandler {
       try {
         raw = await buildSignedMessage(loaded, key, started);
       } catch (err) {
+        if (err instanceof RenderThreadError) throw err; // the thread died, not the message: the job retries
         // Not something a retry mends (a lost master key, a key that cannot sign): the email fails now.
         ctx.log.error({ err, email: email.public_id }, 'delivery: the message could not be built or signed');
         failure = `The message could not be built or signed: ${err instanceof Error ? err.message : String(err)}`;
