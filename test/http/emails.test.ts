@@ -334,6 +334,21 @@ t.test('emails in test mode', async (t) => {
     t.match(badPage.body.error, /per_page/);
   });
 
+  t.test('a message that cannot be signed fails at once, with the reason, and is not retried', async (t) => {
+    const domain = await addVerifiedDomain(app, dns, 'broken.example');
+    await app.appliance.ctx.db('dkim_keys').where({ domain_id: domain.id }).update({ private_key_sealed: 'not-a-sealed-key' });
+    const res = await send({ ...base, from: 'x@broken.example' });
+    t.equal(res.status, 202);
+    await drain();
+    const detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.equal(detail.body.status, 'failed');
+    t.equal(detail.body.recipients[0]!.status, 'failed');
+    const timeline = await app.request<Timeline>('GET', `/emails/${res.body.id}/events`, { key });
+    t.match(timeline.body.events.at(-1), { type: 'failed', data: { reason: /could not be built or signed/ } });
+    const jobs = await app.appliance.ctx.jobs.stats();
+    t.equal(jobs.ready + jobs.dead, 0, 'no job left to retry it');
+  });
+
   t.test('sending_access keys send and read only their own emails; other teams see nothing', async (t) => {
     const sendingKey = await testKey(app, 'sending_access');
     const mine = await send(base, sendingKey);
