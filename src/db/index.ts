@@ -16,6 +16,26 @@ interface SqliteConnection {
   run(sql: string, cb: (err: Error | null) => void): void;
 }
 
+const PRAGMAS = ['PRAGMA journal_mode = WAL', 'PRAGMA foreign_keys = ON', 'PRAGMA busy_timeout = 5000', 'PRAGMA synchronous = NORMAL'];
+
+function runPragmas(conn: SqliteConnection, pragmas: string[], done: (err: Error | null, conn: SqliteConnection) => void): void {
+  const next = (i: number): void => {
+    if (i === pragmas.length) return done(null, conn);
+    conn.run(pragmas[i]!, (err) => (err ? done(err, conn) : next(i + 1)));
+  };
+  next(0);
+}
+
+/**
+ * Read-only connections beside the writer. WAL lets readers run while the writer writes, so hot reads
+ * outside a transaction (API key lookups, sender domains, delivery loads, lists) need not queue behind write
+ * transactions. Each read sees everything committed before it starts. Closed with the writer (see below).
+ */
+const readers = new WeakMap<Db, Db>();
+export function readsOf(db: Db): Db {
+  return readers.get(db) ?? db;
+}
+
 export async function openDatabase(dataDir: string): Promise<Db> {
   mkdirSync(dataDir, { recursive: true });
   const db = knex({
@@ -28,12 +48,7 @@ export async function openDatabase(dataDir: string): Promise<Db> {
       min: 1,
       max: 1,
       afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
-        const pragmas = ['PRAGMA journal_mode = WAL', 'PRAGMA foreign_keys = ON', 'PRAGMA busy_timeout = 5000', 'PRAGMA synchronous = NORMAL'];
-        const next = (i: number): void => {
-          if (i === pragmas.length) return done(null, conn);
-          conn.run(pragmas[i]!, (err) => (err ? done(err, conn) : next(i + 1)));
-        };
-        next(0);
+        runPragmas(conn, PRAGMAS, done);
       },
     },
   });
@@ -48,5 +63,20 @@ export async function openDatabase(dataDir: string): Promise<Db> {
       },
     },
   });
+  const reads = knex({
+    client: 'sqlite3',
+    connection: { filename: path.join(dataDir, DB_FILE) },
+    useNullAsDefault: true,
+    pool: {
+      min: 0,
+      max: 2,
+      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
+        runPragmas(conn, ['PRAGMA busy_timeout = 5000', 'PRAGMA query_only = ON'], done);
+      },
+    },
+  });
+  readers.set(db, reads);
+  // Whoever closes the store closes both.
+  (db.client as ImmediateSqliteClient).companions.push(reads);
   return db;
 }

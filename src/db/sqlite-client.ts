@@ -11,7 +11,7 @@ interface TransactionClass {
   new (...args: unknown[]): { query(conn: unknown, sql: string): Promise<unknown> };
 }
 interface ClientClass {
-  new (...args: unknown[]): object;
+  new (...args: unknown[]): { destroy(callback?: unknown): Promise<unknown> };
 }
 
 const ClientSqlite3 = require('knex/lib/dialects/sqlite3/index.js') as ClientClass;
@@ -24,7 +24,15 @@ class ImmediateTransaction extends TransactionSqlite {
 }
 
 export class ImmediateSqliteClient extends ClientSqlite3 {
+  /** Closed before this client (the read-only pool beside the writer). */
+  readonly companions: Array<{ destroy(): Promise<void> }> = [];
+
   transaction(...args: unknown[]): object {
     return new ImmediateTransaction(this, ...args);
+  }
+
+  override async destroy(callback?: unknown): Promise<unknown> {
+    for (const c of this.companions.splice(0)) await c.destroy();
+    return super.destroy(callback);
   }
 }

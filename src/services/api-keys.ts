@@ -2,7 +2,7 @@
 // Keys are 32 random base62 characters behind an `sk_live_`/`sk_test_` prefix; only their SHA-256 is stored.
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
-import type { Queryable } from '../db/index.js';
+import { readsOf, type Queryable } from '../db/index.js';
 import { forbidden, notFound } from '../core/errors.js';
 import { API_KEY_PATTERN, newId, randomBase62 } from '../core/ids.js';
 import { hashSecret } from '../core/secrets.js';
@@ -151,7 +151,7 @@ export async function deleteApiKey(ctx: AppContext, teamId: string, id: string):
 /** Resolves a bearer credential to its principal, or null when it is not a live key of any team. */
 export async function authenticate(ctx: AppContext, token: string): Promise<Principal | null> {
   if (!modeOfToken(token)) return null;
-  const row = await ctx.db('api_keys as k')
+  const row = await readsOf(ctx.db)('api_keys as k')
     .join('teams as t', 't.id', 'k.team_id')
     .where('k.token_hash', hashSecret(token))
     .first<(ApiKeyRow & { plan: Plan }) | undefined>('k.*', 't.plan');

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { Batcher, chunkRows } from '../db/batcher.js';
-import type { Queryable } from '../db/index.js';
+import { readsOf, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
 import { RenderThreadError, type RenderPool } from '../mta/render-pool.js';
@@ -98,13 +98,14 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
 
 /** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
 export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
+  const reads = readsOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
-    const emails = await ctx.db<EmailRow>('emails').whereIn('id', ids);
-    const recipients = await ctx.db<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
-    const attachments = await ctx.db<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position');
+    const emails = await reads<EmailRow>('emails').whereIn('id', ids);
+    const recipients = await reads<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
+    const attachments = await reads<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position');
     const domainIds = [...new Set(emails.map((e) => e.domain_id).filter((d): d is string => d !== null))];
     const domainKeys = domainIds.length
-      ? await ctx.db('domains as d')
+      ? await reads('domains as d')
           .join('dkim_keys as k', 'k.domain_id', 'd.id')
           .whereIn('d.id', domainIds)
           .andWhere('k.state', 'active')

@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { Queryable } from '../db/index.js';
+import { readsOf, type Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -138,7 +138,7 @@ export type PreparedInput = ReturnType<typeof prepareInput>;
 
 /** The team's domain of that name, if any. */
 export async function findSenderDomain(ctx: AppContext, teamId: string, name: string) {
-  return ctx.db<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
+  return readsOf(ctx.db)<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
 }
 
 /** The rules an email must pass before it is accepted. Throws AppError (400/422). */
