@@ -55,6 +55,8 @@ export interface Config {
   bootstrapApiKey: string | null;
   defaultPlan: Plan;
   logLevel: LogLevel;
+  /** Webhook URLs may point at loopback, private and link-local addresses (off: refused at creation and at delivery). */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -187,6 +189,11 @@ const FIELDS = [
   field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),
   field('defaultPlan', 'MAIL_DEFAULT_PLAN', z.enum(PLANS, { error: `must be one of ${PLANS.join(', ')}` })),
   field('logLevel', 'MAIL_LOG_LEVEL', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  field(
+    'webhookAllowPrivate',
+    'MAIL_WEBHOOK_ALLOW_PRIVATE',
+    z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
+  ),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

@@ -33,6 +33,8 @@ interface DomainKeyRow {
   private_key_sealed: string;
 }
 
+const SYSTEM_SENDER: DomainKeyRow = { name: '', tls_mode: 'opportunistic', selector: '', private_key_sealed: '' };
+
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
 export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `bounces+${email.public_id}@${email.from_domain}`;
 
@@ -52,6 +54,7 @@ async function buildSignedMessage(ctx: AppContext, email: EmailRow, key: DomainK
     messageId: email.message_id,
     date: new Date(email.created_at),
   });
+  if (!key.selector) return raw; // a system email (no sender domain of a team): sent unsigned
   return signMessage(raw, { domain: key.name, selector: key.selector, privateKey: ctx.secrets.open(key.private_key_sealed) }, at);
 }
 
@@ -71,7 +74,9 @@ export async function deliverEmail(ctx: AppContext, mta: Mta, job: Job): Promise
     await addTimeline(trx, email, started, 'sending', { attempt, recipients: pending.map((r) => r.address) });
   });
 
-  const key = await ctx.db('domains as d')
+  // System emails (system-mail.ts: from the box's own name, no key, no domain) go unsigned.
+  const system = email.domain_id === null && email.api_key_id === null && email.from_domain === ctx.config.hostname;
+  const key = system ? SYSTEM_SENDER : await ctx.db('domains as d')
     .join('dkim_keys as k', 'k.domain_id', 'd.id')
     .where({ 'd.id': email.domain_id, 'k.state': 'active' })
     .first<DomainKeyRow | undefined>('d.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed');

@@ -157,13 +157,14 @@ export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmai
   });
 }
 
-async function insertEmail(
+/** Writes an accepted email and its job; also used by system-mail.ts (no sender domain: `domainId` null). */
+export async function insertEmail(
   ctx: AppContext,
   trx: Queryable,
   at: Date,
   sender: Sender,
   input: SendEmailInput,
-  c: Awaited<ReturnType<typeof checkSend>>,
+  c: PreparedInput & { domainId: string | null },
   hash: string | null,
 ): Promise<string> {
   const publicId = newPublicId('em');

@@ -1,0 +1,154 @@
+// Fan-out: turns rows of the events table into webhook deliveries. A durable cursor (webhook_dispatch)
+// names the last event handled; one transaction reads the events past it, creates a delivery row and a
+// delivery job for each active endpoint of the event's team subscribed to its kind, and advances the
+// cursor. SQLite has one writer and event ids commit in order, so no event is skipped or fanned out twice,
+// and a crash at any point leaves either all of a batch or none of it.
+//
+// The dispatcher runs as a job (DISPATCH_JOB). It is woken when an event is inserted (a listener on the
+// database's queries: recordEvent itself does no extra work), at start-up, and by a slow safety poll.
+import type { Db, Queryable } from '../db/index.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { EventType } from './types.js';
+
+export const DISPATCH_JOB = 'webhook.dispatch';
+export const WEBHOOK_DELIVER_JOB = 'webhook.deliver';
+
+/** Events read per transaction. */
+const BATCH = 500;
+
+export interface DeliverJobPayload {
+  deliveryId: number;
+  /** A replay: one attempt, no retry schedule, made even if the endpoint is disabled. */
+  replay?: boolean;
+}
+
+interface EventRow {
+  id: number;
+  team_id: string;
+  type: EventType;
+  data: string;
+  created_at: string;
+}
+
+interface HookRow {
+  id: number;
+  team_id: string;
+  events: string;
+  from_event_id: number;
+}
+
+/** The exact body sent for an event: `{ type, created_at, data }` (created_at with milliseconds). */
+export function eventBody(type: string, createdAt: string, dataJson: string): string {
+  return `{"type":${JSON.stringify(type)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
+}
+
+export async function dispatchPosition(q: Queryable): Promise<number> {
+  const row = (await q('webhook_dispatch').where({ name: 'events' }).first('position')) as { position: number } | undefined;
+  return row?.position ?? 0;
+}
+
+/** One batch; returns the number of events read (0: caught up). */
+async function dispatchBatch(db: Db, jobs: JobQueue): Promise<number> {
+  return db.transaction(async (trx) => {
+    const position = await dispatchPosition(trx);
+    const events = (await trx('events').where('id', '>', position).orderBy('id').limit(BATCH)) as EventRow[];
+    if (events.length === 0) return 0;
+    const teams = [...new Set(events.map((e) => e.team_id))];
+    const hooks = (await trx('webhooks').whereIn('team_id', teams).andWhere('active', true).select('id', 'team_id', 'events', 'from_event_id')) as HookRow[];
+    if (hooks.length > 0) {
+      const byTeam = new Map<string, Array<HookRow & { kinds: Set<string> }>>();
+      for (const h of hooks) byTeam.set(h.team_id, [...(byTeam.get(h.team_id) ?? []), { ...h, kinds: new Set(JSON.parse(h.events) as string[]) }]);
+      const rows: Array<Record<string, unknown>> = [];
+      for (const e of events) {
+        for (const h of byTeam.get(e.team_id) ?? []) {
+          if (e.id <= h.from_event_id || !h.kinds.has(e.type)) continue;
+          rows.push({
+            webhook_id: h.id,
+            event_id: e.id,
+            event_type: e.type,
+            payload: eventBody(e.type, e.created_at, e.data),
+            status: 'pending',
+            attempts: 0,
+            created_at: e.created_at,
+          });
+        }
+      }
+      for (let i = 0; i < rows.length; i += 100) {
+        const ids = (await trx('webhook_deliveries').insert(rows.slice(i, i + 100)).returning('id')) as Array<{ id: number } | number>;
+        for (const id of ids) {
+          const payload: DeliverJobPayload = { deliveryId: typeof id === 'number' ? id : id.id };
+          await jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload);
+        }
+      }
+    }
+    await trx('webhook_dispatch').where({ name: 'events' }).update({ position: events[events.length - 1]!.id });
+    return events.length;
+  });
+}
+
+/** Fans out every event past the cursor. */
+export async function dispatchEvents(db: Db, jobs: JobQueue): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await dispatchBatch(db, jobs);
+    total += n;
+    if (n < BATCH) return total;
+  }
+}
+
+/**
+ * Keeps the dispatcher awake: an insert into `events` (seen on the database's query stream, so inside the
+ * writer's transaction) enqueues one dispatch job, which the queue runs after that transaction commits.
+ * While a dispatch job is waiting no other is enqueued; once it has started, the next event enqueues a new
+ * one, so an event committed during a run is picked up by the following run.
+ */
+export class DispatchWaker {
+  private queued = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly listener = (q: { sql?: string }) => {
+    if (typeof q.sql === 'string' && q.sql.startsWith('insert into `events`')) this.wake();
+  };
+
+  constructor(
+    private readonly db: Db,
+    private readonly jobs: JobQueue,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Listens for events, wakes once now (events left by a previous process) and then every `pollMs`. */
+  start(pollMs: number): void {
+    this.db.on('query', this.listener);
+    this.wake();
+    this.timer = setInterval(() => void this.poll(), pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.db.off('query', this.listener);
+    clearInterval(this.timer);
+  }
+
+  /** The dispatch job has started: the next event needs a new one. */
+  started(): void {
+    this.queued = false;
+  }
+
+  wake(): void {
+    if (this.queued) return;
+    this.queued = true;
+    this.jobs.enqueue(this.db, DISPATCH_JOB, null).catch((err: unknown) => {
+      this.queued = false;
+      this.onError(err);
+    });
+  }
+
+  /** Safety net: events past the cursor with no dispatch job waiting. */
+  private async poll(): Promise<void> {
+    try {
+      const [{ last }] = (await this.db('events').max({ last: 'id' })) as [{ last: number | null }];
+      if ((last ?? 0) > (await dispatchPosition(this.db))) this.wake();
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+}
