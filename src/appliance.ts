@@ -13,6 +13,8 @@ import { createMta } from './mta/deliver.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
+import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB, dispatchEvents } from './events/webhook-dispatcher.js';
+import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -52,13 +54,25 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
   let mta: Mta | undefined;
+  let stopWebhooks = () => {};
+  let closeWebhooks = () => {};
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
+    const webhookSender = new WebhookSender(config.webhookTimeoutMs);
+    const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
+    ctx.jobs.register(DISPATCH_JOB, async () => {
+      waker.started();
+      await dispatchEvents(ctx.db, ctx.jobs);
+    });
+    ctx.jobs.register(WEBHOOK_DELIVER_JOB, (job) => deliverWebhook(ctx, webhookSender, job));
+    stopWebhooks = () => waker.stop();
+    closeWebhooks = () => webhookSender.close();
     await ctx.jobs.start();
+    waker.start(5000);
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
 
@@ -73,7 +87,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          stopWebhooks();
           await ctx.jobs.stop();
+          closeWebhooks();
           await outbound.close();
           await ctx.db.destroy();
           ctx.log.info('stopped');
@@ -81,7 +97,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    stopWebhooks();
     await ctx.jobs.stop();
+    closeWebhooks();
     await mta?.close();
     await ctx.db.destroy();
     throw err;

@@ -57,6 +57,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Webhook URLs may point at loopback, private and link-local addresses (off: refused at creation and at delivery). */
   webhookAllowPrivate: boolean;
+  /** Deadline of one webhook request (ms). */
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -194,6 +196,7 @@ const FIELDS = [
     'MAIL_WEBHOOK_ALLOW_PRIVATE',
     z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
   ),
+  field('webhookTimeoutMs', 'MAIL_WEBHOOK_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

@@ -104,6 +104,7 @@ export async function dispatchEvents(db: Db, jobs: JobQueue): Promise<number> {
  */
 export class DispatchWaker {
   private queued = false;
+  private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly listener = (q: { sql?: string }) => {
     if (typeof q.sql === 'string' && q.sql.startsWith('insert into `events`')) this.wake();
@@ -124,6 +125,7 @@ export class DispatchWaker {
   }
 
   stop(): void {
+    this.stopped = true;
     this.db.off('query', this.listener);
     clearInterval(this.timer);
   }
@@ -134,7 +136,7 @@ export class DispatchWaker {
   }
 
   wake(): void {
-    if (this.queued) return;
+    if (this.queued || this.stopped) return;
     this.queued = true;
     this.jobs.enqueue(this.db, DISPATCH_JOB, null).catch((err: unknown) => {
       this.queued = false;

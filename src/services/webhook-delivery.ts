@@ -1,0 +1,260 @@
+// Webhook delivery attempts: the `webhook.deliver` job handler and the inline attempts of test and replay.
+// An attempt signs the stored body with the secrets in force, POSTs it (events/webhook-http.ts) and records
+// the outcome in one transaction (spec: Events, Delivery and retry):
+//   2xx  delivered (deliveredAt set, nextRetryAt null), the endpoint's failure streak reset;
+//   406  rejected: no retry, not counted as a failure (and the streak is left as it is);
+//   else failed attempt: retried after 30 s, 2 min, 10 min, 30 min, 2 h, 8 h, 16 h (8 attempts in all),
+//        and counted: the 20th consecutive failed attempt disables the endpoint, records an alert and
+//        e-mails the team owner.
+// Attempts to one endpoint are limited (EndpointSlots); different endpoints proceed in parallel.
+import http from 'node:http';
+import https from 'node:https';
+import type { AppContext } from '../context.js';
+import type { Queryable } from '../db/index.js';
+import { HOUR, MINUTE, SECOND } from '../core/clock.js';
+import type { Job, JobOutcome } from '../jobs/queue.js';
+import type { DeliverJobPayload } from '../events/webhook-dispatcher.js';
+import { postWebhook, type WebhookResponse } from '../events/webhook-http.js';
+import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../events/webhook-signature.js';
+import { recordAlert } from './alerts.js';
+import { sendSystemEmail } from './system-mail.js';
+
+/** Waits after failed attempts 1..7; the 8th failure is final. */
+export const WEBHOOK_RETRY_DELAYS_MS = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 2 * HOUR, 8 * HOUR, 16 * HOUR];
+export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_DELAYS_MS.length + 1;
+/** Consecutive failed attempts (406 not counted) that disable an endpoint. */
+export const AUTO_DISABLE_FAILURES = 20;
+export const WEBHOOK_TIMEOUT_MS = 10 * SECOND;
+/** Requests in flight to one endpoint at a time. */
+export const ENDPOINT_CONCURRENCY = 8;
+/** Further attempts that may wait for a slot of one endpoint (holding a job worker); beyond that they are put back. */
+export const ENDPOINT_MAX_WAITING = 8;
+/** When an endpoint is that busy, a due attempt is put back in the queue for this long. */
+export const ENDPOINT_BUSY_DELAY_MS = 1 * SECOND;
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'rejected' | 'failed';
+
+export interface DeliveryRow {
+  id: number;
+  webhook_id: number;
+  event_id: number | null;
+  event_type: string;
+  payload: string;
+  status: DeliveryStatus;
+  status_code: number | null;
+  response_body: string | null;
+  attempts: number;
+  next_retry_at: string | null;
+  delivered_at: string | null;
+  created_at: string;
+}
+
+export interface WebhookRow {
+  id: number;
+  team_id: string;
+  url: string;
+  events: string;
+  active: number | boolean;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: string | null;
+  consecutive_failures: number;
+  from_event_id: number;
+  disabled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Per-endpoint admission: a few requests at once, a few more waiting, the rest told to come back later. */
+export class EndpointSlots {
+  private readonly running = new Map<number, number>();
+  private readonly waiting = new Map<number, Array<() => void>>();
+
+  constructor(
+    readonly perEndpoint = ENDPOINT_CONCURRENCY,
+    readonly maxWaiting = ENDPOINT_MAX_WAITING,
+  ) {}
+
+  /** Resolves true with a slot held, or false at once when the endpoint is too busy. */
+  async acquire(id: number): Promise<boolean> {
+    const n = this.running.get(id) ?? 0;
+    if (n < this.perEndpoint) {
+      this.running.set(id, n + 1);
+      return true;
+    }
+    const queue = this.waiting.get(id) ?? [];
+    if (queue.length >= this.maxWaiting) return false;
+    this.waiting.set(id, queue);
+    await new Promise<void>((resolve) => queue.push(resolve));
+    return true;
+  }
+
+  release(id: number): void {
+    const next = this.waiting.get(id)?.shift();
+    if (next) return next(); // the slot passes to a waiter
+    if (this.waiting.get(id)?.length === 0) this.waiting.delete(id);
+    const n = (this.running.get(id) ?? 1) - 1;
+    if (n <= 0) this.running.delete(id);
+    else this.running.set(id, n);
+  }
+}
+
+/** What delivery attempts share in one appliance: keep-alive agents, endpoint slots, the timeout. */
+export class WebhookSender {
+  readonly slots: EndpointSlots;
+  readonly agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
+    https: new https.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
+  };
+
+  constructor(readonly timeoutMs = WEBHOOK_TIMEOUT_MS, slots = new EndpointSlots()) {
+    // MAIL_WEBHOOK_TIMEOUT_MS; 10 s by default.
+    this.slots = slots;
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}
+
+/** The secrets a delivery is signed with now: the current one, then the previous one during its grace window. */
+export function secretsInForce(ctx: AppContext, hook: Pick<WebhookRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'>, at: Date): string[] {
+  const out = [ctx.secrets.open(hook.secret_sealed)];
+  if (hook.previous_secret_sealed && hook.previous_secret_expires_at && new Date(hook.previous_secret_expires_at).getTime() > at.getTime()) {
+    out.push(ctx.secrets.open(hook.previous_secret_sealed));
+  }
+  return out;
+}
+
+/** Sends one attempt of a delivery (no bookkeeping). */
+export async function sendAttempt(ctx: AppContext, sender: WebhookSender | null, hook: WebhookRow, delivery: Pick<DeliveryRow, 'id' | 'payload' | 'event_type'>): Promise<WebhookResponse> {
+  const at = ctx.clock.now();
+  return postWebhook({
+    url: hook.url,
+    body: delivery.payload,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': `mail-appliance-webhooks/${ctx.version}`,
+      [SIGNATURE_HEADER]: signatureHeader(delivery.payload, secretsInForce(ctx, hook, at)),
+      [WEBHOOK_ID_HEADER]: String(delivery.id),
+      [TIMESTAMP_HEADER]: String(Math.floor(at.getTime() / 1000)),
+      [EVENT_HEADER]: delivery.event_type,
+    },
+    timeoutMs: sender?.timeoutMs ?? ctx.config.webhookTimeoutMs,
+    allowPrivate: ctx.config.webhookAllowPrivate,
+    dns: ctx.dns,
+    agents: sender?.agents,
+  });
+}
+
+export type AttemptMode = 'auto' | 'manual';
+
+/**
+ * Records an attempt's outcome in one transaction. `auto` attempts follow the retry schedule; `manual` ones
+ * (test, replay) do not: a failed manual attempt leaves a pending delivery's schedule as it was and marks any
+ * other delivery failed. Returns when the next automatic attempt is due, if any.
+ */
+export async function recordAttempt(
+  ctx: AppContext,
+  hook: WebhookRow,
+  delivery: DeliveryRow,
+  res: WebhookResponse,
+  mode: AttemptMode,
+): Promise<{ retryAt: Date | null; delivery: DeliveryRow }> {
+  const at = ctx.clock.now();
+  const now = at.toISOString();
+  const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
+  const rejected = res.statusCode === 406;
+  return ctx.db.transaction(async (trx) => {
+    const current = (await trx<DeliveryRow>('webhook_deliveries').where({ id: delivery.id }).first()) ?? delivery;
+    const attempts = current.attempts + 1;
+    let status: DeliveryStatus;
+    let nextRetryAt: string | null = null;
+    let retryAt: Date | null = null;
+    if (ok) status = 'delivered';
+    else if (rejected) status = 'rejected';
+    else if (mode === 'auto' && attempts < WEBHOOK_MAX_ATTEMPTS) {
+      status = 'pending';
+      retryAt = new Date(at.getTime() + WEBHOOK_RETRY_DELAYS_MS[attempts - 1]!);
+      nextRetryAt = retryAt.toISOString();
+    } else if (mode === 'manual' && current.status === 'pending' && current.next_retry_at !== null) {
+      // An automatic retry is scheduled: a failed manual attempt leaves it in place.
+      status = 'pending';
+      nextRetryAt = current.next_retry_at;
+    } else status = 'failed';
+    const changes: Partial<DeliveryRow> = {
+      status,
+      status_code: res.statusCode,
+      response_body: res.body,
+      attempts,
+      next_retry_at: nextRetryAt,
+      delivered_at: ok ? now : current.delivered_at,
+    };
+    await trx('webhook_deliveries').where({ id: delivery.id }).update(changes);
+    if (ok) {
+      await trx('webhooks').where({ id: hook.id }).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
+    } else if (!rejected) {
+      await countFailure(ctx, trx, hook, at);
+    }
+    return { retryAt, delivery: { ...current, ...changes } };
+  });
+}
+
+async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, at: Date): Promise<void> {
+  const [row] = (await trx('webhooks')
+    .where({ id: hook.id })
+    .increment('consecutive_failures', 1)
+    .returning(['consecutive_failures', 'active', 'url', 'team_id'])) as Array<{ consecutive_failures: number; active: number | boolean; url: string; team_id: string }>;
+  if (!row || !row.active || row.consecutive_failures < AUTO_DISABLE_FAILURES) return;
+  const now = at.toISOString();
+  await trx('webhooks').where({ id: hook.id }).update({ active: false, disabled_at: now, updated_at: now });
+  const message = `Webhook ${hook.id} (${row.url}) was disabled after ${AUTO_DISABLE_FAILURES} consecutive failed deliveries.`;
+  await recordAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
+  const team = (await trx('teams').where({ id: row.team_id }).first('owner_email')) as { owner_email: string } | undefined;
+  if (team) {
+    await sendSystemEmail(ctx, trx, at, {
+      teamId: row.team_id,
+      to: team.owner_email,
+      subject: `Webhook endpoint disabled: ${row.url}`,
+      text: [
+        message,
+        '',
+        'Events that occur while it is disabled are not delivered to it.',
+        `Re-enable it with PATCH /webhooks/${hook.id} {"enabled": true} once the endpoint answers 2xx again;`,
+        `failed deliveries can be re-sent with POST /webhooks/${hook.id}/deliveries/batch-replay.`,
+      ].join('\n'),
+    });
+  }
+}
+
+export async function loadDelivery(q: Queryable, deliveryId: number): Promise<{ delivery: DeliveryRow; hook: WebhookRow } | null> {
+  const delivery = await q<DeliveryRow>('webhook_deliveries').where({ id: deliveryId }).first();
+  if (!delivery) return null;
+  const hook = await q<WebhookRow>('webhooks').where({ id: delivery.webhook_id }).first();
+  return hook ? { delivery, hook } : null;
+}
+
+/** The job handler for WEBHOOK_DELIVER_JOB. */
+export async function deliverWebhook(ctx: AppContext, sender: WebhookSender, job: Job): Promise<JobOutcome> {
+  const { deliveryId, replay } = job.payload as DeliverJobPayload;
+  const loaded = await loadDelivery(ctx.db, deliveryId);
+  if (!loaded || loaded.delivery.status !== 'pending') return; // deleted, or already answered (a re-run after a crash)
+  const { delivery, hook } = loaded;
+  if (!replay && !hook.active) {
+    // Disabled since: the remaining schedule is dropped (a replay can still send it).
+    await ctx.db('webhook_deliveries').where({ id: delivery.id, status: 'pending' }).update({ status: 'failed', next_retry_at: null });
+    return;
+  }
+  if (!(await sender.slots.acquire(hook.id))) {
+    return { retryAt: new Date(ctx.clock.now().getTime() + ENDPOINT_BUSY_DELAY_MS), error: 'endpoint busy' };
+  }
+  let res: WebhookResponse;
+  try {
+    res = await sendAttempt(ctx, sender, hook, delivery);
+  } finally {
+    sender.slots.release(hook.id);
+  }
+  const { retryAt } = await recordAttempt(ctx, hook, delivery, res, replay ? 'manual' : 'auto');
+  if (retryAt) return { retryAt, error: `HTTP ${res.statusCode ?? 'no response'}: ${res.body.slice(0, 200)}` };
+}
