@@ -1,0 +1,195 @@
+// Webhook delivery over real sockets: events recorded by the API are fanned out by the dispatcher, signed,
+// POSTed to a local receiver, and retried on the spec's schedule by the durable job queue on a fake clock.
+import t, { type Test } from 'tap';
+import { HOUR, MINUTE, SECOND } from '../../src/core/clock.js';
+import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+
+interface Created {
+  id: number;
+  url: string;
+  events: string[];
+  active: boolean;
+  createdAt: string;
+  secret: string;
+}
+interface Delivery {
+  id: number;
+  webhookId: number;
+  eventType: string;
+  payload: { type: string; created_at: string; data: Record<string, unknown> };
+  statusCode: number | null;
+  responseBody: string | null;
+  attempts: number;
+  nextRetryAt: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+  status: string;
+}
+interface DeliveryPage {
+  deliveries: Delivery[];
+  pagination: { page: number; perPage: number; total: number; totalPages: number };
+}
+
+async function setup(t: Test, config: Record<string, unknown> = {}) {
+  const app = await startTestApp(t, { config });
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  return { app, receiver };
+}
+
+async function createHook(app: TestApp, receiver: WebhookReceiver, events: string[]): Promise<Created> {
+  const res = await app.request<Created>('POST', '/webhooks', { body: { url: receiver.url, events } });
+  if (res.status !== 201) throw new Error(`POST /webhooks: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** One domain, then `domain.updated` events on demand (cheap: no key generation). */
+async function domainEvents(app: TestApp) {
+  const created = await app.request<{ id: string }>('POST', '/domains', { body: { name: `d${Math.random().toString(36).slice(2, 8)}.example` } });
+  if (created.status !== 201) throw new Error(created.text);
+  let flag = false;
+  return async () => {
+    flag = !flag;
+    const res = await app.request('PATCH', `/domains/${created.body.id}`, { body: { open_tracking: flag } });
+    if (res.status !== 200) throw new Error(res.text);
+  };
+}
+
+const drain = (app: TestApp) => app.appliance.ctx.jobs.drain();
+const deliveries = async (app: TestApp, id: number, q = '') => (await app.request<DeliveryPage>('GET', `/webhooks/${id}/deliveries${q}`)).body;
+
+t.test('an event is delivered once, signed, with the spec payload and headers', async (t) => {
+  const { app, receiver } = await setup(t);
+  const hook = await createHook(app, receiver, ['domain.created']);
+  const other = await startWebhookReceiver();
+  t.teardown(() => other.close());
+  await createHook(app, other, ['email.sent']); // not subscribed to domain events
+  const res = await app.request<{ id: string; name: string }>('POST', '/domains', { body: { name: 'acme.example' } });
+  t.equal(res.status, 201);
+  await drain(app);
+
+  t.equal(receiver.received.length, 1, 'one request');
+  t.equal(other.received.length, 0, 'an endpoint not subscribed to the kind gets nothing');
+  const r = receiver.received[0]!;
+  t.equal(r.method, 'POST');
+  t.equal(r.path, '/hooks');
+  t.equal(r.headers['content-type'], 'application/json');
+  t.same(Object.keys(r.json), ['type', 'created_at', 'data'], 'body is { type, created_at, data }');
+  t.equal(r.json.type, 'domain.created');
+  t.equal(r.json.created_at, '2026-03-01T10:00:00.000Z', 'created_at with milliseconds');
+  t.equal(r.json.data.id, res.body.id, 'data is the domain as the API returns it');
+  t.equal(r.json.data.name, 'acme.example');
+  t.match(r.headers['x-service-signature'], /^sha256=[0-9a-f]{64}$/, 'one signature outside a rotation');
+  t.ok(verifyWebhookSignature(r.raw, r.headers['x-service-signature'], hook.secret), 'the signature verifies over the raw body');
+  t.notOk(verifyWebhookSignature(Buffer.from(r.raw.toString().replace('acme', 'acmf')), r.headers['x-service-signature'], hook.secret), 'and not over altered bytes');
+  t.equal(r.headers['x-service-timestamp'], String(Date.parse('2026-03-01T10:00:00.000Z') / 1000), 'timestamp header: unix seconds on the clock');
+  t.equal(r.headers['x-service-event'], 'domain.created');
+
+  const page = await deliveries(app, hook.id);
+  t.equal(page.deliveries.length, 1);
+  const d = page.deliveries[0]!;
+  t.equal(r.headers['x-service-webhook-id'], String(d.id), 'id header: the delivery id');
+  t.same(
+    { webhookId: d.webhookId, eventType: d.eventType, statusCode: d.statusCode, responseBody: d.responseBody, attempts: d.attempts, nextRetryAt: d.nextRetryAt, deliveredAt: d.deliveredAt, status: d.status },
+    { webhookId: hook.id, eventType: 'domain.created', statusCode: 200, responseBody: 'ok', attempts: 1, nextRetryAt: null, deliveredAt: '2026-03-01T10:00:00.000Z', status: 'delivered' },
+  );
+  t.same(d.payload, r.json, 'the record holds the payload sent');
+  t.same(page.pagination, { page: 1, perPage: 20, total: 1, totalPages: 1 });
+
+  await drain(app);
+  t.equal(receiver.received.length, 1, 'nothing is sent twice');
+});
+
+t.test('email events carry email_id, from, to, subject, and bounce details', async (t) => {
+  const { startDns } = await import('../helpers/dns-server.js');
+  const { addVerifiedDomain } = await import('../helpers/domains.js');
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const { app, receiver } = await setup(t, { dnsServers: [dns.server] });
+  await addVerifiedDomain(app, dns, 'acme.example');
+  await createHook(app, receiver, ['email.sent', 'email.delivered', 'email.bounced']);
+  const key = await app.request<{ token: string }>('POST', '/api-keys', { body: { name: 'test', permission: 'full_access', mode: 'test' } });
+  const ok = await app.request<{ id: string }>('POST', '/emails', { key: key.body.token, body: { from: 'Acme <news@acme.example>', to: ['alice@dest.example'], subject: 'Hello', text: 'Hi' } });
+  const bad = await app.request<{ id: string }>('POST', '/emails', { key: key.body.token, body: { from: 'news@acme.example', to: ['bounced@dest.example'], subject: 'Bounce me', text: 'Hi' } });
+  t.equal(ok.status, 202);
+  await drain(app);
+  await drain(app);
+  const byType = (type: string, id: string) => receiver.received.find((r) => r.json.type === type && r.json.data.email_id === id)?.json.data;
+  t.match(byType('email.sent', ok.body.id), { email_id: ok.body.id, from: '"Acme" <news@acme.example>', to: ['alice@dest.example'], subject: 'Hello' });
+  t.match(byType('email.delivered', ok.body.id), { email_id: ok.body.id, subject: 'Hello' });
+  t.match(byType('email.bounced', bad.body.id), {
+    email_id: bad.body.id,
+    from: 'news@acme.example',
+    to: ['bounced@dest.example'],
+    subject: 'Bounce me',
+    bounce_code: '5.1.1',
+    bounce_category: 'invalid_mailbox',
+    bounce_message: /does not exist/,
+  });
+});
+
+t.test('the retry schedule: 30 s, 2 min, 10 min, 30 min, 2 h, 8 h, 16 h, 8 attempts in all', async (t) => {
+  const { app, receiver } = await setup(t);
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  receiver.answer = 500;
+  await fire();
+  await drain(app);
+  const start = app.clock.now().getTime();
+  const waits = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 2 * HOUR, 8 * HOUR, 16 * HOUR];
+  let elapsed = 0;
+  for (const [i, wait] of waits.entries()) {
+    const d = (await deliveries(app, hook.id)).deliveries[0]!;
+    t.equal(d.attempts, i + 1, `attempt ${i + 1} made`);
+    t.equal(d.status, 'pending');
+    t.equal(d.statusCode, 500);
+    t.equal(d.nextRetryAt, new Date(start + elapsed + wait).toISOString(), `next retry ${wait / 1000} s later`);
+    // One millisecond early: nothing happens.
+    app.clock.advance(wait - 1);
+    await drain(app);
+    t.equal(receiver.received.length, i + 1, 'not before its time');
+    app.clock.advance(1);
+    await drain(app);
+    t.equal(receiver.received.length, i + 2, 'on time');
+    elapsed += wait;
+  }
+  const last = (await deliveries(app, hook.id)).deliveries[0]!;
+  t.match(last, { attempts: 8, status: 'failed', nextRetryAt: null, deliveredAt: null, statusCode: 500 }, 'given up after 8 attempts');
+  app.clock.advance(48 * HOUR);
+  await drain(app);
+  t.equal(receiver.received.length, 8, 'no ninth attempt');
+  t.same(await app.appliance.ctx.jobs.stats(), { ready: 0, dead: 0, due: 0 }, 'no job left');
+  const ids = new Set(receiver.received.map((r) => r.headers['x-service-webhook-id']));
+  t.equal(ids.size, 1, 'every attempt carries the same id header');
+});
+
+t.test('a retry that succeeds: delivered, nextRetryAt null; 406 is not retried; timeouts and closed sockets are retried', async (t) => {
+  const { app, receiver } = await setup(t, { webhookTimeoutMs: 300 });
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+
+  receiver.queue.push('timeout', 'close', 200);
+  await fire();
+  await drain(app);
+  let d = (await deliveries(app, hook.id)).deliveries[0]!;
+  t.match(d, { attempts: 1, status: 'pending', statusCode: null, responseBody: /timed out after 300 ms/ }, 'a timeout is a failed attempt');
+  app.clock.advance(30 * SECOND);
+  await drain(app);
+  d = (await deliveries(app, hook.id)).deliveries[0]!;
+  t.match(d, { attempts: 2, status: 'pending', statusCode: null, responseBody: /connection|closed|socket/ }, 'a closed socket is a failed attempt');
+  app.clock.advance(2 * MINUTE);
+  await drain(app);
+  d = (await deliveries(app, hook.id)).deliveries[0]!;
+  t.match(d, { attempts: 3, status: 'delivered', statusCode: 200, nextRetryAt: null, deliveredAt: app.clock.now().toISOString() });
+
+  receiver.queue.push(406);
+  await fire();
+  await drain(app);
+  d = (await deliveries(app, hook.id)).deliveries[0]!;
+  t.match(d, { attempts: 1, status: 'rejected', statusCode: 406, nextRetryAt: null, deliveredAt: null }, '406: rejected');
+  app.clock.advance(HOUR);
+  await drain(app);
+  t.equal(receiver.received.length, 4, '406 is never retried');
+});
