@@ -193,3 +193,140 @@ t.test('a retry that succeeds: delivered, nextRetryAt null; 406 is not retried; 
   await drain(app);
   t.equal(receiver.received.length, 4, '406 is never retried');
 });
+
+t.test('20 consecutive failed attempts (406 not counted) disable the endpoint, raise an alert and e-mail the owner', async (t) => {
+  const { startDns } = await import('../helpers/dns-server.js');
+  const { startSmtpSink } = await import('../helpers/smtp-sink.js');
+  const { listAlerts } = await import('../../src/services/alerts.js');
+  const { simpleParser } = await import('mailparser');
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const sink = await startSmtpSink({ starttls: false });
+  t.teardown(() => sink.close());
+  const { app, receiver } = await setup(t, { dnsServers: [dns.server], outboundPort: sink.port });
+  // The bootstrap team's owner is postmaster@<MAIL_HOSTNAME>; its mail goes to the sink.
+  const owner = (await app.appliance.ctx.db('teams').where({ id: app.teamId }).first('owner_email')) as { owner_email: string };
+  const ownerDomain = owner.owner_email.split('@')[1]!;
+  dns.set('MX', ownerDomain, [{ exchange: `mx.${ownerDomain}`, priority: 10 }]);
+  dns.set('A', `mx.${ownerDomain}`, ['127.0.0.1']);
+
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  const active = async () => (await app.request<{ webhook: { active: boolean } }>('GET', `/webhooks/${hook.id}`)).body.webhook.active;
+  receiver.answer = 500;
+  for (let i = 0; i < 10; i++) {
+    await fire();
+    await drain(app);
+  }
+  receiver.queue.push(406);
+  await fire();
+  await drain(app);
+  for (let i = 0; i < 9; i++) {
+    await fire();
+    await drain(app);
+  }
+  t.equal(receiver.received.length, 20, '20 attempts: 19 failed, one 406');
+  t.equal(await active(), true, '19 consecutive failures: still active (the 406 did not count)');
+  t.same(await listAlerts(app.appliance.ctx, app.teamId), [], 'no alert yet');
+  t.equal(sink.accepted.length, 0, 'no e-mail yet');
+
+  await fire();
+  await drain(app);
+  t.equal(receiver.received.length, 21);
+  t.equal(await active(), false, 'the 20th consecutive failure disables it');
+  const alerts = await listAlerts(app.appliance.ctx, app.teamId);
+  t.equal(alerts.length, 1, 'one alert recorded');
+  t.match(alerts[0], { kind: 'webhook_disabled', data: { webhookId: hook.id, url: receiver.url, consecutiveFailures: 20 }, message: /disabled after 20 consecutive failed deliveries/ });
+  await drain(app);
+  t.equal(sink.accepted.length, 1, 'the owner is e-mailed through our own send path');
+  const mail = sink.accepted[0]!;
+  t.same(mail.to, [owner.owner_email]);
+  const parsed = await simpleParser(mail.raw);
+  t.equal(parsed.from?.value[0]?.address, `notifications@${ownerDomain}`, 'from notifications@<MAIL_HOSTNAME>');
+  t.match(parsed.subject, /Webhook endpoint disabled/);
+  t.match(parsed.text, new RegExp(`PATCH /webhooks/${hook.id}`));
+  t.notOk(parsed.headers.has('dkim-signature'), 'a system e-mail has no team domain key: unsigned');
+
+  // While disabled: pending retries are dropped, new events are not delivered.
+  await fire();
+  await drain(app);
+  app.clock.advance(HOUR);
+  await drain(app);
+  t.equal(receiver.received.length, 21, 'nothing is sent to a disabled endpoint, retries included');
+  const failed = (await deliveries(app, hook.id, '?per_page=100')).deliveries;
+  t.equal(failed.length, 21, 'no delivery is created for an event while disabled');
+  t.ok(failed.every((d) => d.status !== 'pending'), 'no delivery left pending');
+
+  // Re-enabled: only events from then on.
+  receiver.answer = 200;
+  t.equal((await app.request('PATCH', `/webhooks/${hook.id}`, { body: { enabled: true } })).status, 200);
+  t.equal(await active(), true);
+  await drain(app);
+  t.equal(receiver.received.length, 21, 'the event that occurred while disabled is lost');
+  await fire();
+  await drain(app);
+  t.equal(receiver.received.length, 22, 'a new event is delivered');
+  t.equal(receiver.received[21]!.answer, 200);
+
+  // Deleted: nothing further.
+  receiver.answer = 500;
+  await fire();
+  await drain(app);
+  t.equal(receiver.received.length, 23);
+  t.equal((await app.request('DELETE', `/webhooks/${hook.id}`)).status, 200);
+  app.clock.advance(HOUR);
+  await fire();
+  await drain(app);
+  t.equal(receiver.received.length, 23, 'no retry and no new event after DELETE');
+  t.equal((await app.request('GET', `/webhooks/${hook.id}`)).status, 404);
+});
+
+t.test('a 2xx resets the failure streak', async (t) => {
+  const { app, receiver } = await setup(t);
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  receiver.answer = 500;
+  for (let i = 0; i < 19; i++) {
+    await fire();
+    await drain(app);
+  }
+  receiver.queue.push(204);
+  await fire();
+  await drain(app);
+  for (let i = 0; i < 19; i++) {
+    await fire();
+    await drain(app);
+  }
+  t.equal(receiver.received.length, 39);
+  t.equal((await app.request<{ webhook: { active: boolean } }>('GET', `/webhooks/${hook.id}`)).body.webhook.active, true, '19 + 2xx + 19: still active');
+});
+
+t.test('deliveries to different endpoints proceed in parallel; one endpoint is limited', async (t) => {
+  const { EndpointSlots } = await import('../../src/services/webhook-delivery.js');
+  const slots = new EndpointSlots(2, 1);
+  t.equal(await slots.acquire(1), true);
+  t.equal(await slots.acquire(1), true);
+  let third = false;
+  const waiting = slots.acquire(1).then((v) => (third = v));
+  t.equal(await slots.acquire(1), false, 'beyond the limit and the waiting room: put back');
+  t.equal(await slots.acquire(2), true, 'another endpoint is not held up');
+  t.equal(third, false, 'the third waits');
+  slots.release(1);
+  await waiting;
+  t.equal(third, true, 'and gets the slot released');
+
+  // Over sockets: a slow endpoint (holding every request) does not hold up a fast one.
+  const { app, receiver } = await setup(t, { webhookTimeoutMs: 2000 });
+  const slow = await startWebhookReceiver();
+  t.teardown(() => slow.close());
+  slow.answer = 'timeout';
+  await createHook(app, slow, ['domain.updated']);
+  await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  for (let i = 0; i < 20; i++) await fire();
+  const until = Date.now() + 20_000;
+  while (receiver.received.length < 20 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  t.equal(receiver.received.length, 20, 'the fast endpoint got every event');
+  t.ok(slow.received.length <= 16, `the slow one holds at most its slots and waiting room (${slow.received.length})`);
+  await drain(app);
+});
