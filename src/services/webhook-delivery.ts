@@ -166,6 +166,12 @@ export async function recordAttempt(
   const now = at.toISOString();
   const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
   const rejected = res.statusCode === 406;
+  if (ok && mode === 'auto' && hook.consecutive_failures === 0) {
+    // The common case in one statement: delivered, and no failure streak to reset.
+    const changes = { status: 'delivered' as const, status_code: res.statusCode, response_body: res.body, attempts: delivery.attempts + 1, next_retry_at: null, delivered_at: now };
+    await ctx.db('webhook_deliveries').where({ id: delivery.id }).update({ ...changes, attempts: ctx.db.raw('attempts + 1') });
+    return { retryAt: null, delivery: { ...delivery, ...changes } };
+  }
   return ctx.db.transaction(async (trx) => {
     const current = (await trx<DeliveryRow>('webhook_deliveries').where({ id: delivery.id }).first()) ?? delivery;
     const attempts = current.attempts + 1;
@@ -228,11 +234,22 @@ async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, a
   }
 }
 
+const HOOK_COLUMNS = ['team_id', 'url', 'events', 'active', 'secret_sealed', 'previous_secret_sealed', 'previous_secret_expires_at', 'consecutive_failures', 'from_event_id', 'disabled_at', 'updated_at'] as const;
+
+/** A delivery and its endpoint, in one query. */
 export async function loadDelivery(q: Queryable, deliveryId: number): Promise<{ delivery: DeliveryRow; hook: WebhookRow } | null> {
-  const delivery = await q<DeliveryRow>('webhook_deliveries').where({ id: deliveryId }).first();
-  if (!delivery) return null;
-  const hook = await q<WebhookRow>('webhooks').where({ id: delivery.webhook_id }).first();
-  return hook ? { delivery, hook } : null;
+  const row = (await q('webhook_deliveries as d')
+    .join('webhooks as w', 'w.id', 'd.webhook_id')
+    .where('d.id', deliveryId)
+    .first(['d.*', ...HOOK_COLUMNS.map((c) => `w.${c} as w_${c}`), 'w.created_at as w_created_at'])) as (DeliveryRow & Record<string, unknown>) | undefined;
+  if (!row) return null;
+  const hook = { id: row.webhook_id, created_at: row.w_created_at } as Record<string, unknown>;
+  const delivery = { ...row } as Record<string, unknown>;
+  for (const c of [...HOOK_COLUMNS, 'created_at']) {
+    if (c !== 'created_at') hook[c] = row[`w_${c}`];
+    delete delivery[`w_${c}`];
+  }
+  return { delivery: delivery as unknown as DeliveryRow, hook: hook as unknown as WebhookRow };
 }
 
 /** The job handler for WEBHOOK_DELIVER_JOB. */
