@@ -16,11 +16,14 @@ export const WEBHOOK_DELIVER_JOB = 'webhook.deliver';
 /** Events read per transaction. */
 const BATCH = 500;
 
-export interface DeliverJobPayload {
-  deliveryId: number;
-  /** A replay: one attempt, no retry schedule, made even if the endpoint is disabled. */
-  replay?: boolean;
-}
+/** Deliveries of one endpoint handed to one job for their first attempt (fewer queue round trips). */
+export const FIRST_ATTEMPT_GROUP = 25;
+
+export type DeliverJobPayload =
+  /** A retry (or a replay) of one delivery. */
+  | { deliveryId: number; /** A replay: one attempt, no retry schedule, made even if the endpoint is disabled. */ replay?: boolean }
+  /** First attempts of new deliveries of one endpoint; each failure gets its own retry job. */
+  | { first: number[] };
 
 interface EventRow {
   id: number;
@@ -73,10 +76,18 @@ async function dispatchBatch(db: Db, jobs: JobQueue): Promise<number> {
           });
         }
       }
+      const byHook = new Map<number, number[]>();
       for (let i = 0; i < rows.length; i += 100) {
-        const ids = (await trx('webhook_deliveries').insert(rows.slice(i, i + 100)).returning('id')) as Array<{ id: number } | number>;
-        for (const id of ids) {
-          const payload: DeliverJobPayload = { deliveryId: typeof id === 'number' ? id : id.id };
+        const chunk = rows.slice(i, i + 100);
+        const ids = (await trx('webhook_deliveries').insert(chunk).returning('id')) as Array<{ id: number } | number>;
+        ids.forEach((id, j) => {
+          const hook = chunk[j]!.webhook_id as number;
+          byHook.set(hook, [...(byHook.get(hook) ?? []), typeof id === 'number' ? id : id.id]);
+        });
+      }
+      for (const ids of byHook.values()) {
+        for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_GROUP) {
+          const payload: DeliverJobPayload = { first: ids.slice(i, i + FIRST_ATTEMPT_GROUP) };
           await jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload);
         }
       }

@@ -13,7 +13,7 @@ import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/index.js';
 import { HOUR, MINUTE, SECOND } from '../core/clock.js';
 import type { Job, JobOutcome } from '../jobs/queue.js';
-import type { DeliverJobPayload } from '../events/webhook-dispatcher.js';
+import { WEBHOOK_DELIVER_JOB, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
 import { postWebhook, type WebhookResponse } from '../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../events/webhook-signature.js';
 import { recordAlert } from './alerts.js';
@@ -89,6 +89,23 @@ export class EndpointSlots {
     return true;
   }
 
+  /** Waits for a slot however long the line (a job already admitted, working through its own list). */
+  async acquireWait(id: number): Promise<void> {
+    const n = this.running.get(id) ?? 0;
+    if (n < this.perEndpoint) {
+      this.running.set(id, n + 1);
+      return;
+    }
+    const queue = this.waiting.get(id) ?? [];
+    this.waiting.set(id, queue);
+    await new Promise<void>((resolve) => queue.push(resolve));
+  }
+
+  /** Every slot taken and the waiting room full. */
+  busy(id: number): boolean {
+    return (this.running.get(id) ?? 0) >= this.perEndpoint && (this.waiting.get(id)?.length ?? 0) >= this.maxWaiting;
+  }
+
   release(id: number): void {
     const next = this.waiting.get(id)?.shift();
     if (next) return next(); // the slot passes to a waiter
@@ -161,6 +178,8 @@ export async function recordAttempt(
   delivery: DeliveryRow,
   res: WebhookResponse,
   mode: AttemptMode,
+  /** Enqueue the retry as its own job in the same transaction (first attempts made by a group job). */
+  retryJob = false,
 ): Promise<{ retryAt: Date | null; delivery: DeliveryRow }> {
   const at = ctx.clock.now();
   const now = at.toISOString();
@@ -202,6 +221,10 @@ export async function recordAttempt(
       await trx('webhooks').where({ id: hook.id }).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
     } else if (!rejected) {
       await countFailure(ctx, trx, hook, at);
+    }
+    if (retryAt && retryJob) {
+      const payload: DeliverJobPayload = { deliveryId: delivery.id };
+      await ctx.jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload, { runAt: retryAt });
     }
     return { retryAt, delivery: { ...current, ...changes } };
   });
@@ -252,9 +275,66 @@ export async function loadDelivery(q: Queryable, deliveryId: number): Promise<{ 
   return { delivery: delivery as unknown as DeliveryRow, hook: hook as unknown as WebhookRow };
 }
 
+/**
+ * First attempts of a group of new deliveries of one endpoint (one job for up to FIRST_ATTEMPT_GROUP): sent
+ * through the endpoint's slots; 2xx and 406 answers recorded in one statement, each failure recorded on its
+ * own with its retry job in the same transaction. Idempotent: a re-run (after a crash) takes only the
+ * deliveries still pending with no attempt recorded.
+ */
+async function deliverFirstAttempts(ctx: AppContext, sender: WebhookSender, ids: number[]): Promise<JobOutcome> {
+  const deliveries = await ctx.db<DeliveryRow>('webhook_deliveries').whereIn('id', ids).andWhere({ status: 'pending', attempts: 0 }).orderBy('id');
+  if (deliveries.length === 0) return;
+  const hook = await ctx.db<WebhookRow>('webhooks').where({ id: deliveries[0]!.webhook_id }).first();
+  if (!hook) return;
+  if (!hook.active) {
+    await ctx.db('webhook_deliveries').whereIn('id', deliveries.map((d) => d.id)).andWhere({ status: 'pending' }).update({ status: 'failed', next_retry_at: null });
+    return;
+  }
+  if (sender.slots.busy(hook.id)) return { retryAt: new Date(ctx.clock.now().getTime() + ENDPOINT_BUSY_DELAY_MS), error: 'endpoint busy' };
+  const results: Array<{ delivery: DeliveryRow; res: WebhookResponse }> = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < deliveries.length) {
+      const delivery = deliveries[next++]!;
+      await sender.slots.acquireWait(hook.id);
+      try {
+        results.push({ delivery, res: await sendAttempt(ctx, sender, hook, delivery) });
+      } finally {
+        sender.slots.release(hook.id);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(sender.slots.perEndpoint, deliveries.length) }, lane));
+
+  const answered = results.filter(({ res }) => res.statusCode !== null && ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 406));
+  const failed = results.filter((r) => !answered.includes(r));
+  if (answered.length > 0) {
+    const now = ctx.clock.now().toISOString();
+    const anyOk = answered.some(({ res }) => res.statusCode !== 406);
+    await ctx.db.transaction(async (trx) => {
+      for (let i = 0; i < answered.length; i += 100) {
+        const chunk = answered.slice(i, i + 100);
+        // One statement for the chunk: status, code and body per delivery from a VALUES list.
+        await trx.raw(
+          `UPDATE webhook_deliveries SET
+             status = v.column2, status_code = v.column3, response_body = v.column4, attempts = attempts + 1, next_retry_at = NULL,
+             delivered_at = CASE WHEN v.column2 = 'delivered' THEN ? ELSE delivered_at END
+           FROM (VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}) AS v
+           WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.status = 'pending'`,
+          [now, ...chunk.flatMap(({ delivery, res }) => [delivery.id, res.statusCode === 406 ? 'rejected' : 'delivered', res.statusCode, res.body])],
+        );
+      }
+      if (anyOk) await trx('webhooks').where({ id: hook.id }).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
+    });
+  }
+  for (const { delivery, res } of failed) await recordAttempt(ctx, hook, delivery, res, 'auto', true);
+}
+
 /** The job handler for WEBHOOK_DELIVER_JOB. */
 export async function deliverWebhook(ctx: AppContext, sender: WebhookSender, job: Job): Promise<JobOutcome> {
-  const { deliveryId, replay } = job.payload as DeliverJobPayload;
+  const payload = job.payload as DeliverJobPayload;
+  if ('first' in payload) return deliverFirstAttempts(ctx, sender, payload.first);
+  const { deliveryId, replay } = payload;
   const loaded = await loadDelivery(ctx.db, deliveryId);
   if (!loaded || loaded.delivery.status !== 'pending') return; // deleted, or already answered (a re-run after a crash)
   const { delivery, hook } = loaded;
