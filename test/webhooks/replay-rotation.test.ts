@@ -190,3 +190,29 @@ t.test('secret rotation with graceHours 0 cuts over at once', async (t) => {
   await app.request('POST', `/webhooks/${hook.id}/deliveries/${d!.id}/replay`);
   t.ok(verifyWebhookSignature(receiver.received.at(-1)!.raw, receiver.received.at(-1)!.headers['x-service-signature'], res.body.secret));
 });
+
+t.test("the README's receiver example verifies real deliveries, during a rotation too", async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const { createHmac, timingSafeEqual } = await import('node:crypto');
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const start = readme.indexOf('function verify(rawBody, header, secret) {');
+  t.ok(start > 0, 'the example is in the README');
+  const end = readme.indexOf('\n}\n', start) + 2;
+  const verify = new Function('createHmac', 'timingSafeEqual', `${readme.slice(start, end)}\nreturn verify;`)(createHmac, timingSafeEqual) as (
+    raw: Buffer,
+    header: unknown,
+    secret: string,
+  ) => boolean;
+  const { app, receiver, hook, fire } = await setup(t);
+  await fire();
+  let got = receiver.received.at(-1)!;
+  t.ok(verify(got.raw, got.headers['x-service-signature'], hook.secret), 'accepts a delivery');
+  t.notOk(verify(Buffer.concat([got.raw, Buffer.from(' ')]), got.headers['x-service-signature'], hook.secret), 'refuses altered bytes');
+  const rotated = await app.request<{ secret: string }>('POST', `/webhooks/${hook.id}/rotate-secret`, { body: { graceHours: 1 } });
+  await fire();
+  got = receiver.received.at(-1)!;
+  t.ok(verify(got.raw, got.headers['x-service-signature'], rotated.body.secret), 'new secret during the window');
+  t.ok(verify(got.raw, got.headers['x-service-signature'], hook.secret), 'old secret during the window');
+  t.notOk(verify(got.raw, got.headers['x-service-signature'], 'whsec_wrong'), 'a wrong secret');
+  t.notOk(verify(got.raw, undefined, hook.secret), 'no header');
+});
