@@ -13,7 +13,7 @@ import { createMta } from './mta/deliver.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
-import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB, dispatchEvents } from './events/webhook-dispatcher.js';
+import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 
 export interface ApplianceOptions extends ContextOptions {
@@ -64,10 +64,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);
     const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
-    ctx.jobs.register(DISPATCH_JOB, async () => {
-      waker.started();
-      await dispatchEvents(ctx.db, ctx.jobs);
-    });
+    ctx.jobs.register(DISPATCH_JOB, () => waker.run());
     ctx.jobs.register(WEBHOOK_DELIVER_JOB, (job) => deliverWebhook(ctx, webhookSender, job));
     stopWebhooks = () => waker.stop();
     closeWebhooks = () => webhookSender.close();

@@ -107,18 +107,50 @@ export async function dispatchEvents(db: Db, jobs: JobQueue): Promise<number> {
   }
 }
 
+/** Whether any endpoint on the box is active (when none is, events need no fan-out). */
+export async function anyActiveWebhook(q: Queryable): Promise<boolean> {
+  return Boolean(await q('webhooks').where('active', true).first('id'));
+}
+
+/**
+ * With no active endpoint on the box, moves the cursor to the last event without reading any. Safe against
+ * a concurrent creation: one writer, and a new endpoint only takes events past the last one at its creation.
+ */
+export async function skipWithoutWebhooks(db: Db): Promise<void> {
+  await db.raw(
+    `UPDATE webhook_dispatch SET position = (SELECT coalesce(max(id), 0) FROM events)
+     WHERE name = 'events' AND NOT EXISTS (SELECT 1 FROM webhooks WHERE active)
+       AND position < (SELECT coalesce(max(id), 0) FROM events)`,
+  );
+}
+
 /**
  * Keeps the dispatcher awake: an insert into `events` (seen on the database's query stream, so inside the
  * writer's transaction) enqueues one dispatch job, which the queue runs after that transaction commits.
  * While a dispatch job is waiting no other is enqueued; once it has started, the next event enqueues a new
  * one, so an event committed during a run is picked up by the following run.
+ *
+ * While no endpoint on the box is active, events wake nothing (the send path pays only a string compare);
+ * the poll moves the cursor past them. Any write to `webhooks` turns waking back on until a dispatch run
+ * finds none active again.
  */
 export class DispatchWaker {
   private queued = false;
   private stopped = false;
+  /** Some endpoint may be active (conservative: true until a run has looked). */
+  private active = true;
+  /** Bumped by every write to `webhooks`, so a run does not clear `active` on stale knowledge. */
+  private hookWrites = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly listener = (q: { sql?: string }) => {
-    if (typeof q.sql === 'string' && q.sql.startsWith('insert into `events`')) this.wake();
+    const sql = q.sql;
+    if (typeof sql !== 'string') return;
+    if (sql.startsWith('insert into `events`')) {
+      if (this.active) this.wake();
+    } else if (sql.startsWith('insert into `webhooks`') || sql.startsWith('update `webhooks`') || sql.startsWith('delete from `webhooks`')) {
+      this.hookWrites++;
+      this.active = true;
+    }
   };
 
   constructor(
@@ -141,9 +173,13 @@ export class DispatchWaker {
     clearInterval(this.timer);
   }
 
-  /** The dispatch job has started: the next event needs a new one. */
-  started(): void {
-    this.queued = false;
+  /** The dispatch job handler: fans out what is there, and learns whether any endpoint is active. */
+  async run(): Promise<void> {
+    this.queued = false; // the next event needs a new job
+    const writes = this.hookWrites;
+    await dispatchEvents(this.db, this.jobs);
+    const active = await anyActiveWebhook(this.db);
+    if (writes === this.hookWrites) this.active = active;
   }
 
   wake(): void {
@@ -155,9 +191,10 @@ export class DispatchWaker {
     });
   }
 
-  /** Safety net: events past the cursor with no dispatch job waiting. */
+  /** Safety net: events past the cursor with no dispatch job waiting (written by another process, say). */
   private async poll(): Promise<void> {
     try {
+      if (!(await anyActiveWebhook(this.db))) return await skipWithoutWebhooks(this.db);
       const [{ last }] = (await this.db('events').max({ last: 'id' })) as [{ last: number | null }];
       if ((last ?? 0) > (await dispatchPosition(this.db))) this.wake();
     } catch (err) {

@@ -330,3 +330,23 @@ t.test('deliveries to different endpoints proceed in parallel; one endpoint is l
   t.ok(slow.received.length <= 16, `the slow one holds at most its slots and waiting room (${slow.received.length})`);
   await drain(app);
 });
+
+t.test('with no active endpoint on the box, events cost the dispatcher nothing; an endpoint created later gets only later events', async (t) => {
+  const { app, receiver } = await setup(t);
+  await drain(app);
+  let dispatchJobs = 0;
+  app.appliance.ctx.db.on('query', (q: { sql: string; bindings?: unknown[] }) => {
+    if (q.sql.startsWith('insert into `jobs`') && (q.bindings ?? []).includes('webhook.dispatch')) dispatchJobs++;
+  });
+  const fire = await domainEvents(app);
+  for (let i = 0; i < 5; i++) await fire();
+  await drain(app);
+  t.equal(dispatchJobs, 0, 'no dispatch job while no endpoint exists');
+  await createHook(app, receiver, ['domain.updated']);
+  await drain(app);
+  t.equal(receiver.received.length, 0, 'earlier events are not delivered to a new endpoint');
+  await fire();
+  await drain(app);
+  t.equal(dispatchJobs, 1, 'one dispatch job once an endpoint exists');
+  t.equal(receiver.received.length, 1, 'and the new event is delivered');
+});
