@@ -159,10 +159,10 @@ export class DispatchWaker {
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  /** Listens for events, wakes once now (events left by a previous process) and then every `pollMs`. */
+  /** Listens for events, looks once now (events left by a previous process) and then every `pollMs`. */
   start(pollMs: number): void {
     this.db.on('query', this.listener);
-    this.wake();
+    void this.poll();
     this.timer = setInterval(() => void this.poll(), pollMs);
     this.timer.unref();
   }
@@ -194,7 +194,10 @@ export class DispatchWaker {
   /** Safety net: events past the cursor with no dispatch job waiting (written by another process, say). */
   private async poll(): Promise<void> {
     try {
-      if (!(await anyActiveWebhook(this.db))) return await skipWithoutWebhooks(this.db);
+      const writes = this.hookWrites;
+      const active = await anyActiveWebhook(this.db);
+      if (writes === this.hookWrites) this.active = active;
+      if (!active) return await skipWithoutWebhooks(this.db);
       const [{ last }] = (await this.db('events').max({ last: 'id' })) as [{ last: number | null }];
       if ((last ?? 0) > (await dispatchPosition(this.db))) this.wake();
     } catch (err) {
