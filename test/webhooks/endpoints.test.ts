@@ -137,3 +137,15 @@ t.test('address policy: private targets refused at creation and at delivery unle
   const tested = await app.request<{ delivery: { statusCode: number | null; responseBody: string } }>('POST', `/webhooks/${hook.body.id}/test`);
   t.match(tested.body.delivery, { statusCode: null, responseBody: /refused/ }, 'the test event is refused too');
 });
+
+t.test('configuration: MAIL_WEBHOOK_ALLOW_PRIVATE and MAIL_WEBHOOK_TIMEOUT_MS', async (t) => {
+  const { loadConfig, ConfigError } = await import('../../src/config.js');
+  const base = { MAIL_HOSTNAME: 'mx.example.test' };
+  t.equal(loadConfig(base).webhookAllowPrivate, false, 'private targets refused by default');
+  t.equal(loadConfig(base).webhookTimeoutMs, 10_000, '10 s by default');
+  t.equal(loadConfig({ ...base, MAIL_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
+  t.equal(loadConfig({ ...base, MAIL_WEBHOOK_ALLOW_PRIVATE: 'false' }).webhookAllowPrivate, false);
+  t.throws(() => loadConfig({ ...base, MAIL_WEBHOOK_ALLOW_PRIVATE: 'yes' }), new ConfigError("Invalid configuration: MAIL_WEBHOOK_ALLOW_PRIVATE must be true or false (got 'yes')"));
+  t.equal(loadConfig({ ...base, MAIL_WEBHOOK_TIMEOUT_MS: '2500' }).webhookTimeoutMs, 2500);
+  t.throws(() => loadConfig({ ...base, MAIL_WEBHOOK_TIMEOUT_MS: '50' }), /MAIL_WEBHOOK_TIMEOUT_MS must be at least 100/);
+});
