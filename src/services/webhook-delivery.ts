@@ -241,7 +241,8 @@ async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, a
   const message = `Webhook ${hook.id} (${row.url}) was disabled after ${AUTO_DISABLE_FAILURES} consecutive failed deliveries.`;
   await recordAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
   const team = (await trx('teams').where({ id: row.team_id }).first('owner_email')) as { owner_email: string } | undefined;
-  if (team) {
+  if (!team) return;
+  try {
     await sendSystemEmail(ctx, trx, at, {
       teamId: row.team_id,
       to: team.owner_email,
@@ -254,6 +255,9 @@ async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, a
         `failed deliveries can be re-sent with POST /webhooks/${hook.id}/deliveries/batch-replay.`,
       ].join('\n'),
     });
+  } catch (err) {
+    // An owner address the send path refuses must not undo the disable and the alert.
+    ctx.log.error({ err, team: row.team_id, webhook: hook.id }, 'webhook disabled: could not e-mail the team owner');
   }
 }
 
