@@ -14,6 +14,8 @@ import { RenderPool } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
+import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
+import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -54,6 +56,8 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   let api: RunningServer | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
+  let stopWebhooks = () => {};
+  let closeWebhooks = () => {};
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
@@ -61,7 +65,14 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const outbound = mta;
     const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' })));
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
+    const webhookSender = new WebhookSender(config.webhookTimeoutMs);
+    const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
+    ctx.jobs.register(DISPATCH_JOB, () => waker.run());
+    ctx.jobs.register(WEBHOOK_DELIVER_JOB, (job) => deliverWebhook(ctx, webhookSender, job));
+    stopWebhooks = () => waker.stop();
+    closeWebhooks = () => webhookSender.close();
     await ctx.jobs.start();
+    waker.start(5000);
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
 
@@ -76,8 +87,10 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          stopWebhooks();
           await ctx.jobs.stop();
           await render.close();
+          closeWebhooks();
           await outbound.close();
           await ctx.db.destroy();
           ctx.log.info('stopped');
@@ -85,8 +98,10 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    stopWebhooks();
     await ctx.jobs.stop();
     await renderer?.close();
+    closeWebhooks();
     await mta?.close();
     await ctx.db.destroy();
     throw err;

@@ -57,6 +57,10 @@ export interface Config {
   bootstrapApiKey: string | null;
   defaultPlan: Plan;
   logLevel: LogLevel;
+  /** Webhook URLs may point at loopback, private and link-local addresses (off: refused at creation and at delivery). */
+  webhookAllowPrivate: boolean;
+  /** Deadline of one webhook request (ms). */
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -190,6 +194,12 @@ const FIELDS = [
   field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),
   field('defaultPlan', 'MAIL_DEFAULT_PLAN', z.enum(PLANS, { error: `must be one of ${PLANS.join(', ')}` })),
   field('logLevel', 'MAIL_LOG_LEVEL', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  field(
+    'webhookAllowPrivate',
+    'MAIL_WEBHOOK_ALLOW_PRIVATE',
+    z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
+  ),
+  field('webhookTimeoutMs', 'MAIL_WEBHOOK_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

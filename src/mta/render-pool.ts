@@ -6,12 +6,19 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
 import { composeMessage, type ComposeInput } from './compose.js';
-import { signMessage } from './dkim.js';
+import { signMessage, type DkimKey } from './dkim.js';
+
+/** Compose, then sign unless `key` is null. What a render thread runs, and the inline path. */
+export async function renderMessage(message: ComposeInput, key: DkimKey | null, at: Date): Promise<Buffer> {
+  const raw = await composeMessage(message);
+  return key ? signMessage(raw, key, at) : raw;
+}
 
 export interface RenderRequest {
   id: number;
   message: ComposeInput;
-  key: { domain: string; selector: string; /** PKCS#8 PEM */ pem: string };
+  /** The DKIM key; null renders an unsigned message (the box's own system mail). */
+  key: { domain: string; selector: string; /** PKCS#8 PEM */ pem: string } | null;
   /** Signature time, epoch ms. */
   at: number;
 }
@@ -45,7 +52,7 @@ export class RenderPool {
   /** The message composed and signed; rejects when it cannot be built or signed. */
   render(message: ComposeInput, key: RenderRequest['key'], at: Date): Promise<Buffer> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
-    if (this.threads.length === 0) return composeMessage(message).then((raw) => signMessage(raw, { domain: key.domain, selector: key.selector, privateKey: key.pem }, at));
+    if (this.threads.length === 0) return renderMessage(message, key && { domain: key.domain, selector: key.selector, privateKey: key.pem }, at);
     // The least busy thread.
     const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;

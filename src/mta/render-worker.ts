@@ -2,9 +2,7 @@
 // MIME building, canonicalisation and hashing run beside the main thread's event loop rather than on it.
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
-import { composeMessage } from './compose.js';
-import { signMessage } from './dkim.js';
-import type { RenderReply, RenderRequest } from './render-pool.js';
+import { renderMessage, type RenderReply, type RenderRequest } from './render-pool.js';
 
 const keys = new Map<string, KeyObject>();
 function keyFor(pem: string): KeyObject {
@@ -19,8 +17,8 @@ function keyFor(pem: string): KeyObject {
 parentPort!.on('message', (req: RenderRequest) => {
   void (async (): Promise<RenderReply> => {
     try {
-      const raw = await composeMessage(req.message);
-      const signed = await signMessage(raw, { domain: req.key.domain, selector: req.key.selector, privateKey: keyFor(req.key.pem) }, new Date(req.at));
+      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: keyFor(req.key.pem) };
+      const signed = await renderMessage(req.message, key, new Date(req.at));
       return { id: req.id, raw: signed };
     } catch (err) {
       return { id: req.id, error: err instanceof Error ? err.message : String(err) };

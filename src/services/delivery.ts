@@ -39,6 +39,9 @@ interface DomainKeyRow {
   private_key_sealed: string;
 }
 
+/** System emails (system-mail.ts: from the box's own name, no team domain, no API key) go unsigned. */
+const SYSTEM_SENDER: Omit<DomainKeyRow, 'domain_id'> = { name: '', tls_mode: 'opportunistic', selector: '', private_key_sealed: '' };
+
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
 export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `bounces+${email.public_id}@${email.from_domain}`;
 
@@ -46,7 +49,8 @@ interface Loaded {
   email: EmailRow;
   recipients: RecipientRow[];
   attachments: AttachmentRow[];
-  key: DomainKeyRow | undefined;
+  /** The sender domain's signing key; SYSTEM_SENDER for a system email; undefined when the domain is gone. */
+  key: Omit<DomainKeyRow, 'domain_id'> | undefined;
 }
 
 /** What one delivery attempt changes, written together with other attempts' changes by one transaction. */
@@ -118,7 +122,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
         email,
         recipients: recipients.filter((r) => r.email_id === id),
         attachments: attachments.filter((a) => a.email_id === id),
-        key: domainKeys.find((k) => k.domain_id === email.domain_id),
+        key: isSystemEmail(email) ? SYSTEM_SENDER : domainKeys.find((k) => k.domain_id === email.domain_id),
       };
     });
   });
@@ -139,7 +143,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     return sets.map(() => undefined);
   });
 
-  function buildSignedMessage(l: Loaded, key: DomainKeyRow, at: Date): Promise<Buffer> {
+  function buildSignedMessage(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>, at: Date): Promise<Buffer> {
     const { email } = l;
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
     const message = {
@@ -155,8 +159,12 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       messageId: email.message_id,
       date: new Date(email.created_at),
     };
-    return renderer.render(message, { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) }, at);
+    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
+    return renderer.render(message, signer, at);
   }
+
+  // A deleted domain also leaves domain_id null (SET NULL), so a system email is told by all three marks.
+  const isSystemEmail = (email: EmailRow) => email.domain_id === null && email.api_key_id === null && email.from_domain === ctx.config.hostname;
 
   /** email.delivery_delayed goes out on the email's first deferral only: an earlier one left `next_attempt_at` on a `sending` entry. */
   async function delayReportedBefore(email: EmailRow): Promise<boolean> {

@@ -151,10 +151,11 @@ async function checkSend(input: SendEmailInput, domainOfTeam: (name: string) => 
 }
 
 /** An email that passed its checks, waiting to be written with others in one transaction. */
-interface CheckedSend {
+export interface CheckedSend {
   sender: Sender;
   input: SendEmailInput;
-  checked: Awaited<ReturnType<typeof checkSend>>;
+  /** `domainId` null: the box's own system mail (system-mail.ts), which no team domain signs. */
+  checked: PreparedInput & { domainId: string | null };
   hash: string | null;
 }
 
@@ -209,8 +210,12 @@ async function nextIds(trx: Queryable, table: string): Promise<number> {
   return (row?.seq ?? 0) + 1;
 }
 
-/** One transaction for many accepted emails: a handful of multi-row statements whatever their number. */
-async function writeEmails(ctx: AppContext, trx: Queryable, items: CheckedSend[]): Promise<Array<SendResult | AppError>> {
+/**
+ * One transaction for many accepted emails: a handful of multi-row statements whatever their number. `trx`
+ * must be a write transaction (ids come from the AUTOINCREMENT sequences). Also used directly by
+ * system-mail.ts, inside the transaction of the change it reports.
+ */
+export async function writeEmails(ctx: AppContext, trx: Queryable, items: CheckedSend[]): Promise<Array<SendResult | AppError>> {
   const at = ctx.clock.now();
   const now = at.toISOString();
   const results: Array<SendResult | AppError | undefined> = items.map(() => undefined);

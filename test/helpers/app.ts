@@ -54,7 +54,7 @@ export function makeDataDir(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, ...overrides },
   );
 }
 

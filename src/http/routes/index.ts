@@ -6,8 +6,9 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { webhookRoutes } from './webhooks.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes];
+const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes];
 
 const openApiRoute = defineRoute({
   method: 'GET',
