@@ -55,6 +55,8 @@ export interface Config {
   bootstrapApiKey: string | null;
   defaultPlan: Plan;
   logLevel: LogLevel;
+  /** Edge and per-credential request rate limits (MAIL_RATE_LIMITS=on|off); benchmarks turn them off. */
+  rateLimits: boolean;
 }
 
 export class ConfigError extends Error {
@@ -187,6 +189,11 @@ const FIELDS = [
   field('bootstrapApiKey', 'MAIL_BOOTSTRAP_API_KEY', nullable(bootstrapKey)),
   field('defaultPlan', 'MAIL_DEFAULT_PLAN', z.enum(PLANS, { error: `must be one of ${PLANS.join(', ')}` })),
   field('logLevel', 'MAIL_LOG_LEVEL', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  field(
+    'rateLimits',
+    'MAIL_RATE_LIMITS',
+    z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be on or off' })),
+  ),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */
