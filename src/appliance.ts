@@ -9,6 +9,7 @@ import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
 import { deliverEmail } from './services/delivery.js';
 import { DELIVER_JOB } from './services/emails.js';
+import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
 import { createMta } from './mta/deliver.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
@@ -58,8 +59,11 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     ctx.jobs.register(DELIVER_JOB, (job) => deliverEmail(ctx, outbound, job));
+    ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
+    await scheduleRetention(ctx);
     await ctx.jobs.start();
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
+    const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
 
     const server = api;
@@ -73,6 +77,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          stopRetention();
           await ctx.jobs.stop();
           await outbound.close();
           await ctx.db.destroy();

@@ -14,6 +14,7 @@ import type { KeyMode } from './api-keys.js';
 import { addTimeline, emitEmailEvent, json, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineType } from './email-records.js';
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
 import { suppressedAmong } from './suppressions.js';
+import { checkAndCountSend, recordHold } from './quotas.js';
 
 export const DELIVER_JOB = 'email.deliver';
 
@@ -153,8 +154,10 @@ export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmai
         throw conflict(`Idempotency key '${input.idempotency_key}' was already used with a different request within the last 24 hours`);
       }
     }
+    // Quotas and caps (services/quotas.ts): counted here, after replays, in the send's transaction.
+    await checkAndCountSend(ctx, trx, { teamId: sender.teamId, isTest: sender.mode === 'test', recipients: [...checked.to, ...checked.cc, ...checked.bcc].map((m) => m.address) });
     return { id: await insertEmail(ctx, trx, at, sender, input, checked, hash), replayed: false };
-  });
+  }).catch((err: unknown) => recordHold(ctx, err));
 }
 
 async function insertEmail(

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import * as initial from './001-initial.js';
 import * as jobs from './002-jobs.js';
 import * as emails from './003-emails.js';
+import * as limits from './005-limits.js';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   { name: '001-initial', ...initial },
   { name: '002-jobs', ...jobs },
   { name: '003-emails', ...emails },
+  { name: '005-limits', ...limits },
 ];

@@ -6,8 +6,10 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { usageRoutes } from './usage.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes];
+documented.push(...usageRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',
