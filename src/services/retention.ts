@@ -22,7 +22,7 @@ export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
 
 /**
  * Ids of at most `limit` expired emails, oldest first per plan. An email still waiting for delivery
- * (its delivery job exists, e.g. scheduled far ahead) is kept until it is done.
+ * (queued, e.g. scheduled far ahead, or sending with a retry due) is kept until it is done.
  */
 async function expiredEmailIds(ctx: AppContext, limit: number): Promise<number[]> {
   const now = ctx.clock.now().getTime();
@@ -36,6 +36,7 @@ async function expiredEmailIds(ctx: AppContext, limit: number): Promise<number[]
       .where('t.plan', plan)
       .andWhere('e.created_at', '<', cutoff)
       .whereNull('e.job_id')
+      .whereNotIn('e.status', ['queued', 'sending'])
       .orderBy('e.id')
       .limit(limit - ids.length)
       .select<Array<{ id: number }>>('e.id');
