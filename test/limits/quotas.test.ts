@@ -6,7 +6,8 @@ import t, { type Test } from 'tap';
 import { DAY, HOUR, MINUTE } from '../../src/core/clock.js';
 import { AppError } from '../../src/core/errors.js';
 import type { Plan } from '../../src/config.js';
-import { createOtherTeam, startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { rmSync } from 'node:fs';
+import { createOtherTeam, makeDataDir, startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { isSendQuotaRefusal, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause, type Usage } from '../../src/services/quotas.js';
@@ -263,6 +264,28 @@ t.test('the operator’s own (bootstrap) team is exempt from the new-account rul
     if (res.status !== 202) return void t.fail(`send ${i}: ${res.status} ${res.text}`);
   }
   t.pass('60 external sends in its first hour');
+});
+
+t.test('quotas and holds are durable: they survive a restart', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const first = await startTestApp(t, { dataDir: makeDataDir(), config: { dnsServers: [dns.server] } });
+  t.teardown(() => rmSync(first.dataDir, { recursive: true, force: true }));
+  await first.appliance.ctx.jobs.stop();
+  const { teamId, apiKey } = await createOtherTeam(first, 'free');
+  await addVerifiedDomain(first, dns, 'durable.example', apiKey);
+  const mail = { from: 'a@durable.example', to: [EXTERNAL], subject: 's', text: 't' };
+  for (let i = 0; i < 10; i++) t.equal((await first.request('POST', '/emails', { key: apiKey, body: mail })).status, 202);
+  t.equal((await first.request('POST', '/emails', { key: apiKey, body: mail })).status, 403, 'held');
+  await first.stop();
+
+  const second = await startTestApp(t, { dataDir: first.dataDir, clock: first.clock, config: { dnsServers: [dns.server] } });
+  await second.appliance.ctx.jobs.stop();
+  const again = await second.request<Sent>('POST', '/emails', { key: apiKey, body: mail });
+  t.equal(again.status, 403, 'still held after the restart');
+  await releaseHold(second.appliance.ctx, teamId);
+  const usage = (await second.request<Usage>('GET', '/usage', { key: apiKey })).body;
+  t.match(usage, { sent: 10, on_hold: false, external: { sent: 10 } }, 'counts kept');
 });
 
 t.test('SMTP submission maps every quota refusal to 451', async (t) => {

@@ -13,6 +13,8 @@ export const EDGE_REFUSAL_HTML =
 interface Bucket {
   tokens: number;
   at: number;
+  perSecond: number;
+  burst: number;
 }
 
 export function edgeLimit(clock: Clock): Koa.Middleware {
@@ -21,7 +23,7 @@ export function edgeLimit(clock: Clock): Koa.Middleware {
     const spec = edgeBucketFor(ctx.method, ctx.path);
     const now = clock.now().getTime();
     const key = `${ctx.ip} ${spec.name}`;
-    const b = buckets.get(key) ?? { tokens: spec.burst, at: now };
+    const b = buckets.get(key) ?? { tokens: spec.burst, at: now, perSecond: spec.perSecond, burst: spec.burst };
     b.tokens = Math.min(spec.burst, b.tokens + (Math.max(0, now - b.at) / EDGE_REFILL_UNIT_MS) * spec.perSecond);
     b.at = now;
     if (b.tokens < 1) {
@@ -34,7 +36,7 @@ export function edgeLimit(clock: Clock): Koa.Middleware {
     b.tokens -= 1;
     if (buckets.size >= 50_000) {
       // A full bucket holds no information: drop those so idle clients cost nothing.
-      for (const [k, v] of buckets) if (v.tokens + ((now - v.at) / EDGE_REFILL_UNIT_MS) * spec.perSecond >= spec.burst) buckets.delete(k);
+      for (const [k, v] of buckets) if (v.tokens + ((now - v.at) / EDGE_REFILL_UNIT_MS) * v.perSecond >= v.burst) buckets.delete(k);
     }
     buckets.set(key, b);
     await next();
