@@ -102,9 +102,15 @@ export async function checkAndCountSend(ctx: AppContext, trx: Queryable, input: 
   if (input.isTest) return;
   const at = ctx.clock.now();
   const now = at.getTime();
-  const team = await trx<{ plan: Plan; created_at: string }>('teams').where('id', input.teamId).first('plan', 'created_at');
-  if (!team) throw notFound('Team not found');
-  const state = (await trx<SendStateRow>('team_send_state').where('team_id', input.teamId).first()) ?? emptyState(input.teamId);
+  // One read for the team and its cap state.
+  const joined = await trx('teams as t')
+    .leftJoin('team_send_state as s', 's.team_id', 't.id')
+    .where('t.id', input.teamId)
+    .first<(Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string }) | undefined>('t.plan', 't.created_at', 's.*');
+  if (!joined) throw notFound('Team not found');
+  const team = { plan: joined.plan, created_at: joined.created_at };
+  const { plan: _plan, created_at: _created, ...stored } = joined;
+  const state: SendStateRow = stored.team_id === null ? emptyState(input.teamId) : (stored as SendStateRow);
   // An established account (the operator's own) is past every new-account rule, however young.
   const age = state.established ? Infinity : now - Date.parse(team.created_at);
   if (state.held_at) throw new SendingHeldError(input.teamId, state.hold_reason ?? 'held by an operator', false);
