@@ -144,3 +144,12 @@ export const EXTERNAL_CAPS = {
 
 /** `send_limit_exceeded` (the operator's platform-wide pause) affects accounts younger than this. */
 export const NEW_ACCOUNT_AGE_MS = 72 * HOUR;
+
+// ---- 4. SMTP (spec: Limits, SMTP); the submission listener applies them through limits/smtp-guards.ts ----
+
+export const SMTP_LIMITS = {
+  /** Mailbox-login submission: messages per mailbox per hour; API-key submission has no per-message limit. */
+  mailboxSubmissions: { limit: 60, windowMs: HOUR },
+  /** Failed logins from one IP, or for one username, within the window block further attempts until it ends. */
+  failedLogins: { limit: 10, windowMs: 15 * MINUTE },
+} as const;

@@ -3,53 +3,15 @@
 // limiter object built for one HTTP app: a restart of the appliance resets every window (a fresh window
 // only ever lets a caller through sooner, never refuses one wrongly).
 import type Koa from 'koa';
-import type { Clock } from '../../core/clock.js';
 import { AppError } from '../../core/errors.js';
+import { FixedWindowCounter } from '../../limits/fixed-window.js';
 import { rateLimitOf, rateRuleFor, type RateRule } from '../../limits/table.js';
 import type { Principal } from '../../services/api-keys.js';
 import type { Route } from '../route.js';
 
+export { FixedWindowCounter } from '../../limits/fixed-window.js';
+
 export const RATE_LIMIT_MESSAGE = 'Rate limit exceeded. Please try again later.';
-
-interface Window {
-  endsAt: number;
-  count: number;
-}
-
-export interface Hit {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** Epoch ms when the window ends. */
-  resetAt: number;
-  /** Whole seconds until then (at least 1). */
-  retryAfter: number;
-}
-
-/** Fixed windows keyed by string; a window starts with its first hit and resets fully at its end. */
-export class FixedWindowCounter {
-  private readonly windows = new Map<string, Window>();
-
-  constructor(private readonly clock: Clock) {}
-
-  /** Counts one request (refused ones too) and says whether it is within `limit`. */
-  hit(key: string, limit: number, windowMs: number): Hit {
-    const now = this.clock.now().getTime();
-    let w = this.windows.get(key);
-    if (!w || w.endsAt <= now) {
-      if (this.windows.size >= 50_000) this.sweep(now);
-      w = { endsAt: now + windowMs, count: 0 };
-      this.windows.set(key, w);
-    }
-    w.count += 1;
-    const retryAfter = Math.max(1, Math.ceil((w.endsAt - now) / 1000));
-    return { allowed: w.count <= limit, limit, remaining: Math.max(0, limit - w.count), resetAt: w.endsAt, retryAfter };
-  }
-
-  private sweep(now: number): void {
-    for (const [k, w] of this.windows) if (w.endsAt <= now) this.windows.delete(k);
-  }
-}
 
 /** The counter key of a request under a rule: who (credential or client IP) + method + exact path. */
 export function counterKey(rule: RateRule, ctx: Koa.Context, principal: Principal | null): string {
