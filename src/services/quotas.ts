@@ -111,7 +111,8 @@ export async function checkAndCountSend(ctx: AppContext, trx: Queryable, input: 
   const team = { plan: joined.plan, created_at: joined.created_at };
   const { plan: _plan, created_at: _created, ...stored } = joined;
   const state: SendStateRow = stored.team_id === null ? emptyState(input.teamId) : (stored as SendStateRow);
-  // An established account (the operator's own) is past every new-account rule, however young.
+  // An established account (the operator's own) is past every new-account rule however young, and is not
+  // held for volume: only its plan's monthly quota (and on Free the daily cap) apply.
   const age = state.established ? Infinity : now - Date.parse(team.created_at);
   if (state.held_at) throw new SendingHeldError(input.teamId, state.hold_reason ?? 'held by an operator', false);
 
@@ -153,7 +154,7 @@ export async function checkAndCountSend(ctx: AppContext, trx: Queryable, input: 
     if (dailyCapApplies && w.count >= EXTERNAL_CAPS.daily.cap) {
       breach(EXTERNAL_CAPS.daily.cap, `more than ${EXTERNAL_CAPS.daily.cap} external sends in 24 hours`, w.start + EXTERNAL_CAPS.daily.windowMs);
     }
-    if (!dailyCapApplies) {
+    if (!dailyCapApplies && !state.established) {
       const threshold = Math.max(EXTERNAL_CAPS.anomaly.floor, EXTERNAL_CAPS.anomaly.factor * w.peak);
       if (w.count >= threshold) {
         throw new SendingHeldError(input.teamId, `more than ${fmt(threshold)} external sends in 24 hours, far above the account's history`, true);
