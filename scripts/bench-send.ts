@@ -451,6 +451,7 @@ async function main(): Promise<void> {
       dnsServers: [ready.dns],
       outboundPort: ready.sinkPort,
       bootstrapApiKey: apiKey,
+      rateLimits: false, // benchmarks measure the send path, not the request limits
       ...(opts.deliveryConcurrency ? { deliveryConcurrency: opts.deliveryConcurrency } : {}),
       ...(opts.connectionsPerHost ? { connectionsPerHost: opts.connectionsPerHost } : {}),
     },

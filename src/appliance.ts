@@ -9,6 +9,7 @@ import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
 import { createDeliveryHandler } from './services/delivery.js';
 import { DELIVER_JOB } from './services/emails.js';
+import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
 import { createMta } from './mta/deliver.js';
 import { RenderPool } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
@@ -71,9 +72,12 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     ctx.jobs.register(WEBHOOK_DELIVER_JOB, (job) => deliverWebhook(ctx, webhookSender, job));
     stopWebhooks = () => waker.stop();
     closeWebhooks = () => webhookSender.close();
+    ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
+    await scheduleRetention(ctx);
     await ctx.jobs.start();
     waker.start(5000);
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
+    const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
 
     const server = api;
@@ -88,6 +92,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
         (stopping ??= (async () => {
           await server.close();
           stopWebhooks();
+          stopRetention();
           await ctx.jobs.stop();
           await render.close();
           closeWebhooks();

@@ -61,6 +61,8 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Deadline of one webhook request (ms). */
   webhookTimeoutMs: number;
+  /** Edge and per-credential request rate limits (MAIL_RATE_LIMITS=on|off); benchmarks turn them off. */
+  rateLimits: boolean;
 }
 
 export class ConfigError extends Error {
@@ -200,6 +202,11 @@ const FIELDS = [
     z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
   ),
   field('webhookTimeoutMs', 'MAIL_WEBHOOK_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
+  field(
+    'rateLimits',
+    'MAIL_RATE_LIMITS',
+    z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be on or off' })),
+  ),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

@@ -6,11 +6,17 @@ import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
 import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission } from '../services/api-keys.js';
-import { createTeamWithKey, getTeam, listTeams } from '../services/teams.js';
+import { createTeamWithKey, getTeam, listTeams, setTeamPlan } from '../services/teams.js';
+import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/quotas.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
   teams create --name NAME --plan ${PLANS.join('|')} --owner EMAIL
   teams list
+  teams set-plan --team TEAM_ID --plan ${PLANS.join('|')}
+  teams usage --team TEAM_ID [--month YYYY-MM]
+  teams hold --team TEAM_ID
+  teams release-hold --team TEAM_ID
+  platform pause-new-senders on|off
   keys create --team TEAM_ID --name NAME --permission ${PERMISSIONS.join('|')} [--mode ${KEY_MODES.join('|')}]
   keys list --team TEAM_ID`;
 
@@ -66,6 +72,22 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
     }
     case 'teams list':
       return listTeams(ctx);
+    case 'teams set-plan': {
+      const team = await setTeamPlan(ctx, required(flags, 'team'), oneOf<Plan>(required(flags, 'plan'), PLANS, 'plan'));
+      return { team_id: team.id, name: team.name, plan: team.plan };
+    }
+    case 'teams usage': {
+      const month = flags.month;
+      if (month !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new UsageError('--month must be YYYY-MM');
+      return getUsage(ctx, (await getTeam(ctx, required(flags, 'team'))).id, month);
+    }
+    case 'teams hold':
+      return getHold(ctx, (await getTeam(ctx, required(flags, 'team'))).id);
+    case 'teams release-hold':
+      return releaseHold(ctx, (await getTeam(ctx, required(flags, 'team'))).id);
+    case 'platform pause-new-senders on':
+    case 'platform pause-new-senders off':
+      return setNewSenderPause(ctx, command.endsWith(' on'));
     case 'keys create': {
       const team = await getTeam(ctx, required(flags, 'team'));
       const { key, token } = await createApiKey(ctx, team.id, {

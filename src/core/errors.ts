@@ -11,6 +11,9 @@ export const ERROR_CODES = [
   'payload_too_large',
   'unprocessable_entity',
   'rate_limit_exceeded',
+  'monthly_limit_exceeded',
+  'daily_limit_exceeded',
+  'send_limit_exceeded',
   'internal_error',
   'service_unavailable',
 ] as const;

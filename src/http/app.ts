@@ -1,6 +1,6 @@
 // The Koa application, built by a factory so tests and the appliance share it.
-// Middleware order: access log → error handler → router → 405/404.
-// Per route: authenticate → read and validate the body and query → handler.
+// Middleware order: access log → edge limits (HTML 429) → error handler → body cap (413) → router → 405/404.
+// Per route: authenticate → rate limit → read and validate the body and query → handler.
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../context.js';
@@ -10,13 +10,16 @@ import { accessLog } from './middleware/access-log.js';
 import { authorise } from './middleware/auth.js';
 import { readJsonBody } from './middleware/body.js';
 import { errorHandler } from './middleware/errors.js';
+import { edgeBodyCap, edgeLimit } from './middleware/edge-limit.js';
+import { applyRateLimit, FixedWindowCounter } from './middleware/rate-limit.js';
 import { koaPath, type Route } from './route.js';
 import { allRoutes } from './routes/index.js';
 
-function mount(router: Router, app: AppContext, route: Route): void {
+function mount(router: Router, app: AppContext, route: Route, rates: FixedWindowCounter | null): void {
   const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
   router[method](koaPath(route.path), async (ctx) => {
     const principal = await authorise(app, ctx, route.access);
+    if (rates) applyRateLimit(rates, ctx, route, principal);
     const rawQuery = ctx.query as Record<string, string | string[] | undefined>;
     const body = route.body ? parseBody(route.body, await readJsonBody(ctx)) : undefined;
     const query = route.query ? parseQuery(route.query, rawQuery) : undefined;
@@ -28,14 +31,24 @@ function mount(router: Router, app: AppContext, route: Route): void {
   });
 }
 
-export function createHttpApp(app: AppContext, routes: Route[] = allRoutes): Koa {
+/** Which request limits run; both follow `config.rateLimits` unless a caller (a test) says otherwise. */
+export interface HttpLimitOptions {
+  edge?: boolean;
+  perCredential?: boolean;
+}
+
+export function createHttpApp(app: AppContext, routes: Route[] = allRoutes, limits: HttpLimitOptions = {}): Koa {
   const koa = new Koa({ proxy: false });
   koa.silent = true; // errors are logged by errorHandler, once
   const router = new Router();
-  for (const route of routes) mount(router, app, route);
+  // Rate-limit windows and edge buckets live on objects made for this app: a restart resets them.
+  const rates = (limits.perCredential ?? app.config.rateLimits) ? new FixedWindowCounter(app.clock) : null;
+  for (const route of routes) mount(router, app, route, rates);
 
   koa.use(accessLog(app.log));
+  if (limits.edge ?? app.config.rateLimits) koa.use(edgeLimit(app.clock));
   koa.use(errorHandler(app.log));
+  koa.use(edgeBodyCap());
   koa.use(router.routes());
   koa.use(async (ctx) => {
     const match = router.match(ctx.path, ctx.method);

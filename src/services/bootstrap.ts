@@ -2,6 +2,7 @@
 import type { AppContext } from '../context.js';
 import { modeOfToken } from './api-keys.js';
 import { insertTeamWithKey, type TeamWithKey } from './teams.js';
+import { markEstablished } from './quotas.js';
 
 export interface BootstrapResult extends TeamWithKey {
   /** The value came from MAIL_BOOTSTRAP_API_KEY, so the operator already knows it. */
@@ -20,6 +21,8 @@ export async function bootstrapIfEmpty(ctx: AppContext): Promise<BootstrapResult
       configured ? (modeOfToken(configured) ?? 'live') : 'live',
       configured ?? undefined,
     );
+    // The operator's own team: exempt from the new-account sending rules (services/quotas.ts).
+    await markEstablished(trx, created.team.id);
     return { ...created, fromConfig: configured !== null };
   });
 }

@@ -27,6 +27,7 @@ import {
 } from './email-records.js';
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
 import { suppressedAmong } from './suppressions.js';
+import { SendLedger } from './quotas.js';
 
 export const DELIVER_JOB = 'email.deliver';
 
@@ -222,6 +223,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
 
   // Idempotency: an earlier email with the key (within 24 h, or earlier in this very batch) answers instead.
   const sameBatch = new Map<string, { id: string; hash: string | null }>();
+  const ledger = new SendLedger(ctx, trx);
   const accepted: Array<{ i: number; item: CheckedSend; publicId: string }> = [];
   for (const [i, item] of items.entries()) {
     const key = item.input.idempotency_key;
@@ -243,10 +245,23 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
             : conflict(`Idempotency key '${key}' was already used with a different request within the last 24 hours`);
         continue;
       }
-      sameBatch.set(k, { id: publicId, hash: item.hash });
     }
+    // Quotas and caps (services/quotas.ts), after replays (which do not count); the box's own system mail
+    // (no team domain) is not the team's sending and is exempt.
+    if (item.checked.domainId !== null) {
+      const c = item.checked;
+      try {
+        await ledger.check({ teamId: item.sender.teamId, isTest: item.sender.mode === 'test', recipients: [...c.to, ...c.cc, ...c.bcc].map((m) => m.address) });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        results[i] = err;
+        continue;
+      }
+    }
+    if (key !== undefined) sameBatch.set(`${item.sender.teamId}\0${key}`, { id: publicId, hash: item.hash });
     accepted.push({ i, item, publicId });
   }
+  await ledger.save();
   if (accepted.length === 0) return results as Array<SendResult | AppError>;
 
   // Suppressions: one query per team.

@@ -1,4 +1,4 @@
-// Per-plan account limits (spec: Limits, Account limits). One table; the limits issue adds rates and quotas here.
+// Per-plan account limits (spec: Limits, Account limits). Request rates, edge buckets, sending quotas and caps: src/limits/table.ts.
 import type { Plan } from '../config.js';
 
 export interface PlanLimits {

@@ -47,3 +47,10 @@ export async function getTeam(ctx: AppContext, id: string): Promise<Team> {
   if (!team) throw notFound('Team not found');
   return team;
 }
+
+/** Moves a team to another plan; every limit reads the plan per request, so the change applies at once. */
+export async function setTeamPlan(ctx: AppContext, id: string, plan: Plan): Promise<Team> {
+  const n = await ctx.db('teams').where('id', id).update({ plan });
+  if (n === 0) throw notFound('Team not found');
+  return getTeam(ctx, id);
+}

@@ -50,11 +50,15 @@ export function makeDataDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'mail-test-'));
 }
 
-/** Configuration as a test wants it: loopback, port 0, silent, own data dir; process env ignored. */
+/**
+ * Configuration as a test wants it: loopback, port 0, silent, own data dir; process env ignored.
+ * Request rate limits are off (the fake clock stands still, so a test's many requests would trip them);
+ * the limits tests turn them on with `rateLimits: true`.
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
   );
 }
 

@@ -4,6 +4,7 @@ import * as initial from './001-initial.js';
 import * as jobs from './002-jobs.js';
 import * as emails from './003-emails.js';
 import * as webhooks from './004-webhooks.js';
+import * as limits from './005-limits.js';
 
 export interface Migration {
   name: string;
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: '002-jobs', ...jobs },
   { name: '003-emails', ...emails },
   { name: '004-webhooks', ...webhooks },
+  { name: '005-limits', ...limits },
 ];

@@ -6,9 +6,10 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes];
+const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes];
 
 const openApiRoute = defineRoute({
   method: 'GET',

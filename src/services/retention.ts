@@ -1,0 +1,73 @@
+// Email log retention (spec: Limits, Account limits): emails older than their team's plan keeps are
+// deleted with their recipients, attachments and timeline. A wake-up (at start, then hourly: the
+// appliance's timer, which holds no work) looks for expired emails and, when there are some, enqueues the
+// durable retention job. The job deletes in small batches, one short transaction each, so the API is never
+// held up: after a full batch it runs again at once (other jobs and requests interleave), after a short
+// one it is done.
+import type { AppContext } from '../context.js';
+import { DAY, HOUR } from '../core/clock.js';
+import type { JobOutcome } from '../jobs/queue.js';
+import { PLANS } from '../config.js';
+import { PLAN_LIMITS } from './limits.js';
+
+export const RETENTION_JOB = 'limits.retention';
+export const RETENTION_BATCH = 200;
+export const RETENTION_INTERVAL_MS = HOUR;
+
+/** Enqueues the retention job when some email has expired (the dedupe key keeps one at a time). True when it did. */
+export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
+  if ((await expiredEmailIds(ctx, 1)).length === 0) return false;
+  return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
+}
+
+/**
+ * Ids of at most `limit` expired emails, oldest first per plan. An email still waiting for delivery
+ * (queued, e.g. scheduled far ahead, or sending with a retry due) is kept until it is done.
+ */
+async function expiredEmailIds(ctx: AppContext, limit: number): Promise<number[]> {
+  const now = ctx.clock.now().getTime();
+  const ids: number[] = [];
+  for (const plan of PLANS) {
+    const days = PLAN_LIMITS[plan].retentionDays;
+    if (!Number.isFinite(days) || ids.length >= limit) continue;
+    const cutoff = new Date(now - days * DAY).toISOString();
+    const rows = await ctx.db('emails as e')
+      .join('teams as t', 't.id', 'e.team_id')
+      .where('t.plan', plan)
+      .andWhere('e.created_at', '<', cutoff)
+      .whereNull('e.job_id')
+      .whereNotIn('e.status', ['queued', 'sending'])
+      .orderBy('e.id')
+      .limit(limit - ids.length)
+      .select<Array<{ id: number }>>('e.id');
+    ids.push(...rows.map((r) => r.id));
+  }
+  return ids;
+}
+
+/** Deletes at most `limit` expired emails with their recipients, attachments and timeline; returns how many. */
+export async function deleteExpiredEmails(ctx: AppContext, limit = RETENTION_BATCH): Promise<number> {
+  const ids = await expiredEmailIds(ctx, limit);
+  if (ids.length === 0) return 0;
+  await ctx.db.transaction(async (trx) => {
+    for (const table of ['email_events', 'email_attachments', 'email_recipients']) await trx(table).whereIn('email_id', ids).delete();
+    await trx('emails').whereIn('id', ids).delete();
+  });
+  return ids.length;
+}
+
+/** The job handler: one batch; again at once after a full one, done after a short one. */
+export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
+  const deleted = await deleteExpiredEmails(ctx);
+  if (deleted > 0) ctx.log.info({ deleted }, 'retention: deleted expired emails');
+  if (deleted >= RETENTION_BATCH) return { retryAt: ctx.clock.now() };
+}
+
+/** The hourly wake-up of a running appliance; returns a stop function. */
+export function startRetentionTimer(ctx: AppContext, everyMs = RETENTION_INTERVAL_MS): () => void {
+  const timer = setInterval(() => {
+    scheduleRetention(ctx).catch((err: unknown) => ctx.log.error({ err }, 'retention: could not schedule'));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,117 @@
+// Email log retention per plan (14/14/30/90 days/unlimited): the retention job deletes expired emails
+// with their recipients, attachments and timeline, in batches of 200 that re-run the job at once, and
+// keeps emails still waiting for delivery. The fake clock moves through the days; the job is enqueued
+// the way the appliance's hourly wake-up does it and run by draining the queue.
+import t from 'tap';
+import { DAY, MINUTE } from '../../src/core/clock.js';
+import type { Plan } from '../../src/config.js';
+import { createOtherTeam, startTestApp } from '../helpers/app.js';
+import { startDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
+import { RETENTION_BATCH, RETENTION_JOB, scheduleRetention } from '../../src/services/retention.js';
+
+t.test('retention per plan', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const app = await startTestApp(t, { config: { dnsServers: [dns.server] } });
+  const ctx = app.appliance.ctx;
+  const plans: Plan[] = ['free', 'starter', 'pro', 'scale', 'enterprise'];
+  const teams = new Map<Plan, { key: string; teamId: string; domain: string }>();
+  for (const plan of plans) {
+    const { teamId, apiKey } = await createOtherTeam(app, plan);
+    const domain = `${plan}.example`;
+    await addVerifiedDomain(app, dns, domain, apiKey);
+    const key = (await app.request<{ token: string }>('POST', '/api-keys', { key: apiKey, body: { name: 'test', permission: 'full_access', mode: 'test' } })).body.token;
+    teams.set(plan, { key, teamId, domain });
+  }
+  const send = async (plan: Plan) => {
+    const team = teams.get(plan)!;
+    const res = await app.request<{ id: string }>('POST', '/emails', {
+      key: team.key,
+      body: { from: `a@${team.domain}`, to: ['x@dest.example'], subject: plan, text: 'hi', attachments: [{ filename: 'a.txt', content: Buffer.from('hello').toString('base64') }] },
+    });
+    t.equal(res.status, 202);
+    return res.body.id;
+  };
+  const exists = async (plan: Plan, id: string) => (await app.request('GET', `/emails/${id}`, { key: teams.get(plan)!.key })).status === 200;
+  const runRetention = async () => {
+    const enqueued = await scheduleRetention(ctx);
+    await ctx.jobs.drain();
+    return enqueued;
+  };
+
+  const t0 = app.clock.now().getTime();
+  const old = new Map<Plan, string>();
+  for (const plan of plans) old.set(plan, await send(plan));
+  const scheduled = (await app.request<{ id: string }>('POST', '/emails', {
+    key: teams.get('free')!.key,
+    body: { from: 'a@free.example', to: ['x@dest.example'], subject: 'later', text: 'hi', scheduled_at: new Date(t0 + 60 * DAY).toISOString() },
+  })).body.id;
+  await ctx.jobs.drain();
+  const oldRow = await ctx.db('emails').where({ public_id: old.get('free') }).first('id');
+
+  t.equal(await runRetention(), false, 'nothing expired: no job is enqueued');
+  app.clock.set(t0 + 14 * DAY - MINUTE);
+  t.equal(await runRetention(), false, 'a minute before 14 days');
+
+  app.clock.set(t0 + 14 * DAY + MINUTE);
+  t.equal(await runRetention(), true);
+  t.same(await Promise.all(plans.map((p) => exists(p, old.get(p)!))), [false, false, true, true, true], '14 days: Free and Starter emails deleted');
+  for (const table of ['email_recipients', 'email_attachments', 'email_events']) {
+    t.equal((await ctx.db(table).where({ email_id: oldRow.id })).length, 0, `its ${table} rows too`);
+  }
+  t.ok(await exists('free', scheduled), 'an email still waiting for its scheduled time is kept');
+  t.equal((await ctx.db('jobs').where({ kind: RETENTION_JOB })).length, 0, 'the job is done and gone');
+
+  app.clock.set(t0 + 30 * DAY + MINUTE);
+  await runRetention();
+  t.same(await Promise.all(plans.map((p) => exists(p, old.get(p)!))), [false, false, false, true, true], '30 days: Pro');
+  app.clock.set(t0 + 90 * DAY + MINUTE);
+  await runRetention();
+  t.same(await Promise.all(plans.map((p) => exists(p, old.get(p)!))), [false, false, false, false, true], '90 days: Scale; Enterprise keeps everything');
+  app.clock.set(t0 + 3650 * DAY);
+  await runRetention();
+  t.ok(await exists('enterprise', old.get('enterprise')!), 'Enterprise: unlimited');
+  t.notOk(await exists('free', scheduled), 'the scheduled email, sent on day 60, expires like any other');
+});
+
+t.test('retention deletes in batches of 200, the job running again at once until none is left', async (t) => {
+  const app = await startTestApp(t);
+  const ctx = app.appliance.ctx;
+  const { teamId } = await createOtherTeam(app, 'free');
+  const at = app.clock.now().toISOString();
+  const row = (i: number) => ({
+    public_id: `em_bulk${String(i).padStart(19, '0')}`,
+    team_id: teamId,
+    mode: 'live',
+    from_header: 'a@bulk.example',
+    from_address: 'a@bulk.example',
+    from_domain: 'bulk.example',
+    to_addrs: '[]',
+    cc_addrs: '[]',
+    bcc_addrs: '[]',
+    reply_to: '[]',
+    subject: 's',
+    headers: '{}',
+    tags: '[]',
+    status: 'delivered',
+    message_id: `<${i}@bulk.example>`,
+    created_at: at,
+    updated_at: at,
+  });
+  const total = 2 * RETENTION_BATCH + 50;
+  await ctx.db.transaction(async (trx) => {
+    for (let i = 0; i < total; i++) {
+      const [id] = (await trx('emails').insert(row(i))) as [number];
+      await trx('email_recipients').insert({ email_id: id, kind: 'to', address: 'x@dest.example', domain: 'dest.example', status: 'delivered', updated_at: at });
+    }
+  });
+  await ctx.jobs.stop(); // drain by hand, counting the runs
+  app.clock.advance(15 * DAY);
+  t.equal(await scheduleRetention(ctx), true);
+  t.equal(await scheduleRetention(ctx), false, 'one retention job at a time');
+  t.equal(await ctx.jobs.drain(), 3, 'three runs: 200, 200, 50');
+  t.equal((await ctx.db('emails').where({ team_id: teamId })).length, 0);
+  t.equal((await ctx.db('email_recipients')).length, 0);
+  t.equal((await ctx.db('jobs').where({ kind: RETENTION_JOB })).length, 0);
+});
