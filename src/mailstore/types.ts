@@ -1,0 +1,213 @@
+// The mail store's contract: the one interface through which the MX listener, SMTP submission, the
+// Mailboxes/Inbound API and the IMAP and POP3 servers reach mailboxes, folders and messages. Nothing
+// outside src/mailstore/ touches the store's tables. Ids are integers; a mailbox belongs to a team and a
+// verified domain of that team.
+//
+// Consistency model (what IMAP needs):
+// - Every folder has a UIDVALIDITY fixed at creation (a new value if a folder of the same path is created
+//   again after a delete) and a UIDNEXT; UIDs are strictly ascending within a folder and never reused.
+// - Every change to a folder (append, flag change, expunge) takes the mailbox's next MODSEQ (one counter per
+//   mailbox, so it is also the change-feed cursor) and is written to the change feed in the same transaction.
+// - Raw RFC 5322 sources are stored once, addressed by their SHA-256, and referenced by count.
+// - Quota: `usedBytes` sums the sizes of the mailbox's messages (a message in two folders counts twice, as
+//   IMAP QUOTA STORAGE does); an append or delivery that would go over it fails with `QuotaExceededError`.
+
+export type SpecialUse = '\\Sent' | '\\Drafts' | '\\Trash' | '\\Junk' | '\\Archive';
+
+/** The folders every new mailbox gets: INBOX plus one per special use, named as below. */
+export const DEFAULT_FOLDERS: ReadonlyArray<{ path: string; specialUse: SpecialUse | null }> = [
+  { path: 'INBOX', specialUse: null },
+  { path: 'Sent', specialUse: '\\Sent' },
+  { path: 'Drafts', specialUse: '\\Drafts' },
+  { path: 'Trash', specialUse: '\\Trash' },
+  { path: 'Junk', specialUse: '\\Junk' },
+  { path: 'Archive', specialUse: '\\Archive' },
+];
+
+/** Folder hierarchy delimiter (as IMAP LIST reports it). */
+export const FOLDER_DELIMITER = '/';
+
+/** System flags as IMAP spells them; anything else in a flag list is a keyword. */
+export const SYSTEM_FLAGS = ['\\Seen', '\\Answered', '\\Flagged', '\\Deleted', '\\Draft'] as const;
+
+export interface MailboxAccount {
+  id: number;
+  teamId: string;
+  domainId: string;
+  /** Lower-cased full address; also the IMAP/POP3/SMTP login. */
+  address: string;
+  displayName: string | null;
+  /** Bytes; 0 = unlimited. */
+  quotaBytes: number;
+  usedBytes: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CreateAccountInput {
+  teamId: string;
+  domainId: string;
+  address: string;
+  password: string;
+  displayName?: string | null;
+  quotaBytes?: number;
+}
+
+export interface Folder {
+  id: number;
+  mailboxId: number;
+  /** Full path with FOLDER_DELIMITER, e.g. `INBOX`, `Projects/2026`. INBOX is always spelled `INBOX`. */
+  path: string;
+  specialUse: SpecialUse | null;
+  subscribed: boolean;
+  uidValidity: number;
+  uidNext: number;
+  /** Highest MODSEQ of any change in this folder (1 for a new, empty folder). */
+  highestModseq: number;
+  /** Counts at the time of reading. */
+  messages: number;
+  unseen: number;
+  recent: number;
+}
+
+export interface MessageMeta {
+  folderId: number;
+  uid: number;
+  modseq: number;
+  /** System flags and keywords, e.g. ['\\Seen', '$Forwarded']. */
+  flags: string[];
+  internalDate: Date;
+  size: number;
+  /** Content address of the raw source (hex SHA-256). */
+  blobId: string;
+}
+
+export interface DeliveryTarget {
+  mailboxId: number;
+  /** Folder path; default INBOX. A missing folder is created. */
+  folder?: string;
+  flags?: string[];
+}
+
+export interface StoredCopy {
+  mailboxId: number;
+  folderId: number;
+  uidValidity: number;
+  uid: number;
+}
+
+/** What an address on a local domain resolves to. */
+export type Resolution =
+  | { kind: 'mailboxes'; mailboxIds: number[]; via: 'mailbox' | 'alias' | 'catch-all' }
+  | { kind: 'none' };
+
+export type FlagMode = 'add' | 'remove' | 'set';
+
+export interface FlagUpdate {
+  /** Messages whose flags were changed (new flags and MODSEQ). */
+  updated: MessageMeta[];
+  /** UIDs refused by UNCHANGEDSINCE (their MODSEQ is newer): the CONDSTORE MODIFIED set. */
+  modified: number[];
+}
+
+/** One entry of the change feed; `modseq` is the cursor. */
+export type Change =
+  | { modseq: number; folderId: number; kind: 'append'; uid: number }
+  | { modseq: number; folderId: number; kind: 'flags'; uid: number; flags: string[] }
+  | { modseq: number; folderId: number; kind: 'expunge'; uid: number }
+  | { modseq: number; folderId: number; kind: 'folder'; change: 'created' | 'deleted' | 'renamed' };
+
+export type ShareAccess = 'read' | 'read-write';
+
+/** A filter rule (Mailboxes API `PUT /mailboxes/{id}/filters`), applied at delivery in position order. */
+export interface FilterRule {
+  /** All conditions must hold (an empty list matches every message). */
+  conditions: Array<
+    | { field: 'from' | 'to' | 'subject'; op: 'contains' | 'equals' | 'matches'; value: string }
+    | { field: 'header'; name: string; op: 'contains' | 'equals' | 'matches' | 'exists'; value?: string }
+    | { field: 'size'; op: 'gt' | 'lt'; value: number }
+  >;
+  actions: Array<
+    | { type: 'move'; folder: string }
+    | { type: 'mark_read' }
+    | { type: 'flag' }
+    | { type: 'forward'; to: string }
+    | { type: 'discard' }
+  >;
+  /** Stop evaluating later rules after this one matched. */
+  stop?: boolean;
+}
+
+/** What the filters of one mailbox decided for one message (src/mailstore/filters.ts `planDelivery`). */
+export interface DeliveryPlan {
+  /** Empty when a rule discarded the message. */
+  targets: DeliveryTarget[];
+  /** Addresses to forward the message to (the caller sends them through the send path). */
+  forwards: string[];
+}
+
+export class MailStoreError extends Error {
+  override name = 'MailStoreError';
+  constructor(
+    message: string,
+    readonly code: 'not_found' | 'exists' | 'quota_exceeded' | 'invalid' | 'forbidden',
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The store (built by `createMailStore` in src/mailstore/index.ts, reachable as `ctx.mailstore`). All methods are async and transactional on their own; a method that changes a folder writes
+ * its MODSEQ and change-feed rows in the same transaction and then notifies in-process listeners.
+ */
+export interface MailStore {
+  // Accounts
+  createAccount(input: CreateAccountInput): Promise<MailboxAccount>;
+  getAccount(id: number): Promise<MailboxAccount | null>;
+  findAccountByAddress(address: string): Promise<MailboxAccount | null>;
+  /** The account when the password matches (scrypt, constant-time), else null. Deleted accounts never match. */
+  authenticate(address: string, password: string): Promise<MailboxAccount | null>;
+  setPassword(id: number, password: string): Promise<void>;
+  /** Soft delete: the address stops resolving and logging in; messages are removed by retention later. */
+  deleteAccount(id: number): Promise<void>;
+
+  /** Mailboxes, aliases and the domain's catch-all, in that order of precedence. */
+  resolveAddress(address: string): Promise<Resolution>;
+
+  // Delivery: the raw source is stored once however many targets; one transaction for all targets.
+  deliver(raw: Buffer, targets: DeliveryTarget[], opts?: { internalDate?: Date }): Promise<StoredCopy[]>;
+
+  // Folders
+  listFolders(mailboxId: number): Promise<Folder[]>;
+  getFolder(mailboxId: number, path: string): Promise<Folder | null>;
+  createFolder(mailboxId: number, path: string): Promise<Folder>;
+  /** Deletes the folder and its messages; INBOX cannot be deleted. */
+  deleteFolder(mailboxId: number, path: string): Promise<void>;
+  /** Renames a folder and its children; renaming INBOX moves its messages to the new folder and leaves INBOX empty (RFC 3501). */
+  renameFolder(mailboxId: number, from: string, to: string): Promise<void>;
+  setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void>;
+
+  // Messages
+  /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */
+  listMessages(folderId: number, opts?: { changedSince?: number }): Promise<MessageMeta[]>;
+  /** The raw source, or null if the message is gone. */
+  readMessage(folderId: number, uid: number): Promise<Buffer | null>;
+  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
+  setFlags(folderId: number, uids: number[], mode: FlagMode, flags: string[], opts?: { unchangedSince?: number }): Promise<FlagUpdate>;
+  /** Copies keep flags; returns [source uid, destination uid] pairs in source order (COPYUID). */
+  copy(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;
+  /** Copy then expunge from the source, atomically. */
+  move(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;
+  /** Removes the given messages (all \Deleted ones when `uids` is omitted); returns the expunged UIDs ascending. */
+  expunge(folderId: number, uids?: number[]): Promise<number[]>;
+
+  // Shares and filters (edited through the Mailboxes API; read here by IMAP and delivery)
+  /** Mailboxes this mailbox may open through a share, with the access granted. */
+  sharedWith(mailboxId: number): Promise<Array<{ owner: MailboxAccount; access: ShareAccess }>>;
+  getFilters(mailboxId: number): Promise<FilterRule[]>;
+
+  // Change feed
+  changesSince(mailboxId: number, modseq: number): Promise<Change[]>;
+  /** Called after every committed change of the mailbox (in this process); returns an unsubscribe function. */
+  onChange(mailboxId: number, listener: (change: Change) => void): () => void;
+}
