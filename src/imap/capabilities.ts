@@ -1,0 +1,28 @@
+// CAPABILITY by state (RFC 3501 §6.1.1, §7.2.1): STARTTLS and LOGINDISABLED before TLS, AUTH=PLAIN after.
+import type { Session } from './session.js';
+
+export const EXTENSIONS = [
+  'LITERAL+', // RFC 7888
+  'SASL-IR', // RFC 4959
+  'ID', // RFC 2971
+  'ENABLE', // RFC 5161
+  'IDLE', // RFC 2177
+  'NAMESPACE', // RFC 2342
+  'UIDPLUS', // RFC 4315
+  'MOVE', // RFC 6851
+  'UNSELECT', // RFC 3691
+  'CHILDREN', // RFC 3348
+  'SPECIAL-USE', // RFC 6154
+  'CONDSTORE', // RFC 7162
+  'QUOTA', // RFC 9208
+  'QUOTA=RES-STORAGE',
+];
+
+export function capabilities(session: Session): string[] {
+  const caps = ['IMAP4rev1', ...EXTENSIONS];
+  if (session.state === 'not-authenticated') {
+    if (session.client.secure) caps.push('AUTH=PLAIN');
+    else caps.push('STARTTLS', 'LOGINDISABLED');
+  }
+  return caps;
+}

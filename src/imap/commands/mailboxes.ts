@@ -1,0 +1,224 @@
+// tag CREATE / DELETE / RENAME / SUBSCRIBE / UNSUBSCRIBE / LIST / LSUB / STATUS (RFC 3501 §6.3),
+// tag NAMESPACE (RFC 2342), SPECIAL-USE attributes in LIST (RFC 6154), CHILDREN (RFC 3348).
+import { FOLDER_DELIMITER, type Folder } from '../../mailstore/types.js';
+import { encodeMailboxName } from '../protocol/mutf7.js';
+import { formatString } from '../protocol/writer.js';
+import { SHARED_PREFIX, type MailboxTarget, type Session } from '../session.js';
+import { storeFailure } from './errors.js';
+import { AUTH, no, ok, type CommandSpec, type Result } from './types.js';
+
+interface Entry {
+  name: string;
+  noselect: boolean;
+  subscribed: boolean;
+  specialUse: string | null;
+}
+
+async function ownTarget(s: Session, name: string): Promise<MailboxTarget | Result> {
+  const target = await s.resolve(name);
+  if (!target) return no('No such mailbox', 'NONEXISTENT');
+  if (target.access !== 'owner') return no('Shared mailboxes are managed by their owner', 'NOPERM');
+  return target;
+}
+
+const isTarget = (v: MailboxTarget | Result): v is MailboxTarget => 'mailboxId' in v;
+
+/** Every name the account can see: its folders, the folders shared with it, and their \Noselect parents. */
+async function allEntries(s: Session): Promise<Entry[]> {
+  const account = s.account!;
+  const byName = new Map<string, Entry>();
+  const add = (name: string, f: Folder | null, shared: boolean) => {
+    byName.set(name, { name, noselect: !f, subscribed: f ? f.subscribed || shared : false, specialUse: f && !shared ? f.specialUse : null });
+  };
+  for (const f of await s.store.listFolders(account.id)) add(f.path, f, false);
+  for (const share of await s.store.sharedWith(account.id)) {
+    const base = `${SHARED_PREFIX}${FOLDER_DELIMITER}${share.owner.address}`;
+    for (const f of await s.store.listFolders(share.owner.id)) add(`${base}${FOLDER_DELIMITER}${f.path}`, f, true);
+  }
+  // Parents that are not folders themselves (e.g. `Shared`, or `a` of `a/b`) are listed as \Noselect.
+  for (const name of [...byName.keys()]) {
+    const parts = name.split(FOLDER_DELIMITER);
+    for (let i = 1; i < parts.length; i++) {
+      const parent = parts.slice(0, i).join(FOLDER_DELIMITER);
+      if (!byName.has(parent)) add(parent, null, false);
+    }
+  }
+  return [...byName.values()].sort((a, b) => (a.name === 'INBOX' ? -1 : b.name === 'INBOX' ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** LIST pattern → RegExp over full names: `*` matches anything, `%` anything but the delimiter. */
+export function patternToRegExp(reference: string, pattern: string): RegExp {
+  let full = reference && !pattern.startsWith(FOLDER_DELIMITER) ? reference + pattern : pattern;
+  if (/^inbox(?=\/|$)/i.test(full)) full = 'INBOX' + full.slice(5);
+  let re = '';
+  for (const ch of full) {
+    if (ch === '*') re += '.*';
+    else if (ch === '%') re += '[^/]*';
+    else re += ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`, 's');
+}
+
+function attributes(e: Entry, all: Entry[], withSubscribed: boolean): string {
+  const attrs: string[] = [];
+  if (e.noselect) attrs.push('\\Noselect');
+  const hasChildren = all.some((o) => o.name.startsWith(e.name + FOLDER_DELIMITER));
+  attrs.push(hasChildren ? '\\HasChildren' : '\\HasNoChildren');
+  if (e.specialUse) attrs.push(e.specialUse);
+  if (withSubscribed && e.subscribed) attrs.push('\\Subscribed');
+  return attrs.join(' ');
+}
+
+const listName = (name: string) => formatString(encodeMailboxName(name));
+
+export const LIST: CommandSpec<'LIST'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    if (cmd.patterns.length === 1 && cmd.patterns[0] === '') {
+      await s.untagged(`LIST (\\Noselect) "${FOLDER_DELIMITER}" ""`); // RFC 3501 §6.3.8: the delimiter query
+      return ok('List completed');
+    }
+    const onlySubscribed = cmd.selectOptions.includes('SUBSCRIBED');
+    const onlySpecial = cmd.selectOptions.includes('SPECIAL-USE');
+    const withSubscribed = onlySubscribed || cmd.returnOptions.includes('SUBSCRIBED');
+    const all = await allEntries(s);
+    const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
+    for (const e of all) {
+      if (!res.some((re) => re.test(e.name))) continue;
+      if (onlySubscribed && !e.subscribed) continue;
+      if (onlySpecial && !e.specialUse) continue;
+      await s.untagged(`LIST (${attributes(e, all, withSubscribed)}) "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+    }
+    return ok('List completed');
+  },
+};
+
+export const LSUB: CommandSpec<'LSUB'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    const all = await allEntries(s);
+    const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
+    for (const e of all) {
+      if (!e.subscribed || !res.some((re) => re.test(e.name))) continue;
+      await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+    }
+    return ok('Lsub completed');
+  },
+};
+
+export const NAMESPACE: CommandSpec<'NAMESPACE'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s) {
+    await s.untagged(`NAMESPACE (("" "${FOLDER_DELIMITER}")) NIL (("${SHARED_PREFIX}${FOLDER_DELIMITER}" "${FOLDER_DELIMITER}"))`);
+    return ok('Namespace completed');
+  },
+};
+
+export const CREATE: CommandSpec<'CREATE'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    const name = cmd.mailbox.endsWith(FOLDER_DELIMITER) ? cmd.mailbox.slice(0, -1) : cmd.mailbox;
+    if (!name || name.split(FOLDER_DELIMITER).some((p) => p === '')) return no('Invalid mailbox name', 'CANNOT');
+    if (name === SHARED_PREFIX || name.startsWith(SHARED_PREFIX + FOLDER_DELIMITER)) return no('Reserved for shared mailboxes', 'NOPERM');
+    if (name === 'INBOX') return no('INBOX exists', 'ALREADYEXISTS');
+    try {
+      const id = s.account!.id;
+      if (await s.store.getFolder(id, name)) return no('Mailbox exists', 'ALREADYEXISTS');
+      const parts = name.split(FOLDER_DELIMITER);
+      // RFC 3501 §6.3.3: superior names are created as needed.
+      for (let i = 1; i < parts.length; i++) {
+        const parent = parts.slice(0, i).join(FOLDER_DELIMITER);
+        if (!(await s.store.getFolder(id, parent))) await s.store.createFolder(id, parent);
+      }
+      await s.store.createFolder(id, name);
+    } catch (err) {
+      return storeFailure(err);
+    }
+    return ok('Create completed');
+  },
+};
+
+export const DELETE: CommandSpec<'DELETE'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    const target = await ownTarget(s, cmd.mailbox);
+    if (!isTarget(target)) return target;
+    if (target.path === 'INBOX') return no('INBOX cannot be deleted', 'CANNOT');
+    try {
+      if (!(await s.store.getFolder(target.mailboxId, target.path))) return no('No such mailbox', 'NONEXISTENT');
+      if (s.selected && s.selected.target.mailboxId === target.mailboxId && s.selected.target.path === target.path) s.deselect();
+      await s.store.deleteFolder(target.mailboxId, target.path);
+    } catch (err) {
+      return storeFailure(err);
+    }
+    return ok('Delete completed');
+  },
+};
+
+export const RENAME: CommandSpec<'RENAME'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    const from = await ownTarget(s, cmd.from);
+    if (!isTarget(from)) return from;
+    const to = await ownTarget(s, cmd.to.endsWith(FOLDER_DELIMITER) ? cmd.to.slice(0, -1) : cmd.to);
+    if (!isTarget(to)) return to;
+    if (to.path === SHARED_PREFIX || to.path.startsWith(SHARED_PREFIX + FOLDER_DELIMITER)) return no('Reserved for shared mailboxes', 'NOPERM');
+    try {
+      if (!(await s.store.getFolder(from.mailboxId, from.path))) return no('No such mailbox', 'NONEXISTENT');
+      if (await s.store.getFolder(to.mailboxId, to.path)) return no('Mailbox exists', 'ALREADYEXISTS');
+      await s.store.renameFolder(from.mailboxId, from.path, to.path);
+    } catch (err) {
+      return storeFailure(err);
+    }
+    return ok('Rename completed');
+  },
+};
+
+function subscription(subscribed: boolean): CommandSpec<'SUBSCRIBE' | 'UNSUBSCRIBE'> {
+  return {
+    states: AUTH,
+    updates: 'full',
+    async handle(s, cmd) {
+      const target = await s.resolve(cmd.mailbox);
+      if (!target) return no('No such mailbox', 'NONEXISTENT');
+      // Shared mailboxes are always listed as subscribed; their owner's subscriptions are not ours to change.
+      if (target.access !== 'owner') return ok(`${subscribed ? 'Subscribe' : 'Unsubscribe'} completed`);
+      try {
+        await s.store.setSubscribed(target.mailboxId, target.path, subscribed);
+      } catch (err) {
+        return storeFailure(err);
+      }
+      return ok(`${subscribed ? 'Subscribe' : 'Unsubscribe'} completed`);
+    },
+  };
+}
+export const SUBSCRIBE = subscription(true) as CommandSpec<'SUBSCRIBE'>;
+export const UNSUBSCRIBE = subscription(false) as CommandSpec<'UNSUBSCRIBE'>;
+
+export const STATUS: CommandSpec<'STATUS'> = {
+  states: AUTH,
+  updates: 'full',
+  async handle(s, cmd) {
+    const target = await s.resolve(cmd.mailbox);
+    const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+    if (!folder) return no('No such mailbox', 'NONEXISTENT');
+    const values: Record<string, number> = {
+      MESSAGES: folder.messages,
+      RECENT: folder.recent,
+      UIDNEXT: folder.uidNext,
+      UIDVALIDITY: folder.uidValidity,
+      UNSEEN: folder.unseen,
+      HIGHESTMODSEQ: folder.highestModseq,
+    };
+    if (cmd.items.includes('HIGHESTMODSEQ')) s.condstore = true;
+    const out = cmd.items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
+    await s.untagged(`STATUS ${listName(cmd.mailbox)} (${out.join(' ')})`);
+    return ok('Status completed');
+  },
+};

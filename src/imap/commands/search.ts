@@ -1,0 +1,118 @@
+// tag [UID] SEARCH [CHARSET c] keys (RFC 3501 §6.4.4; MODSEQ per RFC 7162 §3.1.5). Metadata keys are
+// answered from the session's view; header/body keys read each candidate's source once.
+import type { MessageMeta } from '../../mailstore/types.js';
+import { header, parseMessage, type MimeNode } from '../mime/parse.js';
+import { bodyText, decodeHeaderValue, headerText } from '../mime/text.js';
+import { FETCH_BATCH } from '../protocol/limits.js';
+import { needsContent, usesModseq, type SearchKey } from '../protocol/search.js';
+import { inSet } from '../protocol/sequence.js';
+import { no, ok, SELECTED, type CommandSpec } from './types.js';
+
+interface Candidate {
+  meta: MessageMeta;
+  seq: number;
+  raw: Buffer | null;
+  tree: MimeNode | null;
+}
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+
+/** The day of a Date header as written (its own time zone, RFC 3501 §6.4.4 SENT*), in days since the epoch. */
+export function sentDay(value: string | null): number | null {
+  if (!value) return null;
+  const m = /(\d{1,2})\s+([A-Za-z]{3})[a-z]*\s+(\d{2,4})/.exec(value);
+  if (m) {
+    const month = MONTHS.indexOf(m[2]!.toLowerCase());
+    let year = Number(m[3]);
+    if (year < 100) year += year < 50 ? 2000 : 1900;
+    if (month >= 0) return Math.floor(Date.UTC(year, month, Number(m[1])) / 86400000);
+  }
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? null : Math.floor(t / 86400000);
+}
+
+function compareDay(day: number | null, cmp: 'before' | 'on' | 'since', target: number): boolean {
+  if (day === null) return false;
+  return cmp === 'before' ? day < target : cmp === 'on' ? day === target : day >= target;
+}
+
+const contains = (hay: string, needle: string) => hay.toLowerCase().includes(needle.toLowerCase());
+
+function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): boolean {
+  switch (key.op) {
+    case 'all':
+      return true;
+    case 'and':
+      return key.keys.every((k) => matches(k, c, maxSeq, maxUid));
+    case 'or':
+      return matches(key.a, c, maxSeq, maxUid) || matches(key.b, c, maxSeq, maxUid);
+    case 'not':
+      return !matches(key.key, c, maxSeq, maxUid);
+    case 'flag':
+      return c.meta.flags.some((f) => f.toLowerCase() === key.flag.toLowerCase()) === key.present;
+    case 'new':
+    case 'recent':
+      return false; // \Recent is not tracked per message: no message is recent
+    case 'old':
+      return true;
+    case 'seq':
+      return inSet(key.set, c.seq, maxSeq);
+    case 'uid':
+      return inSet(key.set, c.meta.uid, maxUid);
+    case 'larger':
+      return c.meta.size > key.size;
+    case 'smaller':
+      return c.meta.size < key.size;
+    case 'internaldate':
+      return compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day);
+    case 'modseq':
+      return c.meta.modseq >= key.modseq;
+    case 'sentdate':
+      return c.tree ? compareDay(sentDay(header(c.tree, 'date')), key.cmp, key.day) : false;
+    case 'header': {
+      if (!c.tree) return false;
+      const fields = c.tree.headers.filter((h) => h.key === key.field);
+      if (key.value === '') return fields.length > 0;
+      return fields.some((h) => contains(decodeHeaderValue(h.value), key.value) || contains(h.value, key.value));
+    }
+    case 'body':
+      return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
+    case 'text':
+      return c.tree && c.raw ? contains(headerText(c.tree), key.value) || contains(bodyText(c.raw, c.tree), key.value) : false;
+  }
+}
+
+export const SEARCH: CommandSpec<'SEARCH'> = {
+  states: SELECTED,
+  updates: 'no-expunge',
+  async handle(s, cmd) {
+    if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
+    await s.sync(false);
+    const view = s.selected!;
+    const withModseq = usesModseq(cmd.key);
+    if (withModseq) s.condstore = true;
+    const content = needsContent(cmd.key);
+    const maxSeq = view.count;
+    const maxUid = view.count ? view.uids[view.count - 1]! : 0;
+    const hits: number[] = [];
+    let highest = 0;
+    for (let b = 0; b < view.count; b += FETCH_BATCH) {
+      for (let i = b; i < Math.min(view.count, b + FETCH_BATCH); i++) {
+        const meta = view.meta(i);
+        const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
+        if (content) {
+          c.raw = await s.store.readMessage(view.folderId, meta.uid);
+          if (c.raw) c.tree = parseMessage(c.raw);
+        }
+        if (matches(cmd.key, c, maxSeq, maxUid)) {
+          hits.push(cmd.uid ? meta.uid : i + 1);
+          if (meta.modseq > highest) highest = meta.modseq;
+        }
+      }
+    }
+    let line = hits.length ? `SEARCH ${hits.join(' ')}` : 'SEARCH';
+    if (withModseq && hits.length) line += ` (MODSEQ ${highest})`;
+    await s.untagged(line);
+    return ok(`${cmd.uid ? 'UID ' : ''}SEARCH completed`);
+  },
+};

@@ -1,0 +1,111 @@
+// tag SELECT/EXAMINE mailbox [(CONDSTORE)] (RFC 3501 §6.3.1-2, RFC 7162 §3.1.8) | tag CHECK | tag CLOSE |
+// tag EXPUNGE (§6.4) | tag UNSELECT (RFC 3691) | tag UID EXPUNGE set (RFC 4315 §2.1)
+import { SYSTEM_FLAGS } from '../../mailstore/types.js';
+import { SelectedMailbox, type Session } from '../session.js';
+import { storeFailure } from './errors.js';
+import { AUTH, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
+
+async function open(s: Session, name: string, readOnly: boolean, condstore: boolean): Promise<Result> {
+  // RFC 3501 §6.3.1: a failed SELECT leaves no mailbox selected.
+  s.deselect();
+  if (condstore) s.condstore = true;
+  const target = await s.resolve(name);
+  const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+  if (!target || !folder) return no('No such mailbox', 'NONEXISTENT');
+  const messages = await s.store.listMessages(folder.id);
+  const ro = readOnly || target.access === 'read';
+  const view = new SelectedMailbox(target, folder.id, folder.uidValidity, ro, folder.highestModseq, messages);
+  s.select(view);
+  s.announced = view.count;
+  const keywords = new Set<string>();
+  let firstUnseen = 0;
+  messages.forEach((m, i) => {
+    for (const f of m.flags) if (!f.startsWith('\\')) keywords.add(f);
+    if (!firstUnseen && !m.flags.includes('\\Seen')) firstUnseen = i + 1;
+  });
+  const flags = [...SYSTEM_FLAGS, ...keywords].join(' ');
+  await s.untagged(`FLAGS (${flags})`);
+  await s.untagged(`OK [PERMANENTFLAGS (${ro ? '' : `${flags} \\*`})] Flags permitted`);
+  await s.untagged(`${view.count} EXISTS`);
+  await s.untagged(`${folder.recent} RECENT`);
+  if (firstUnseen) await s.untagged(`OK [UNSEEN ${firstUnseen}] First unseen`);
+  await s.untagged(`OK [UIDVALIDITY ${folder.uidValidity}] UIDs valid`);
+  await s.untagged(`OK [UIDNEXT ${folder.uidNext}] Predicted next UID`);
+  await s.untagged(`OK [HIGHESTMODSEQ ${Math.max(folder.highestModseq, view.highestModseq)}] Highest`);
+  return ok(`${readOnly ? 'EXAMINE' : 'SELECT'} completed`, ro ? 'READ-ONLY' : 'READ-WRITE');
+}
+
+export const SELECT: CommandSpec<'SELECT'> = {
+  states: AUTH,
+  updates: 'none',
+  handle: (s, cmd) => open(s, cmd.mailbox, false, cmd.condstore),
+};
+
+export const EXAMINE: CommandSpec<'EXAMINE'> = {
+  states: AUTH,
+  updates: 'none',
+  handle: (s, cmd) => open(s, cmd.mailbox, true, cmd.condstore),
+};
+
+export const CHECK: CommandSpec<'CHECK'> = {
+  states: SELECTED,
+  updates: 'full',
+  async handle() {
+    return ok('Check completed');
+  },
+};
+
+/** Expunges \Deleted messages (all, or those among `uids`) and announces each EXPUNGE. */
+async function expunge(s: Session, uids: number[] | undefined, silent: boolean): Promise<Result | null> {
+  const view = s.selected!;
+  if (view.readOnly) return no('Mailbox is read-only', 'READ-ONLY');
+  let gone: number[];
+  try {
+    gone = await s.store.expunge(view.folderId, uids);
+  } catch (err) {
+    return storeFailure(err);
+  }
+  for (const uid of gone) {
+    if (silent) view.remove(uid);
+    else await s.announceExpunge(uid);
+  }
+  return null;
+}
+
+export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
+  states: SELECTED,
+  updates: 'full',
+  async handle(s, cmd) {
+    const view = s.selected!;
+    let uids: number[] | undefined;
+    if (cmd.uids) {
+      uids = view.positions(cmd.uids, true).map((p) => view.uids[p]!);
+      if (uids.length === 0) return ok('Expunge completed');
+    }
+    await s.sync(true);
+    return (await expunge(s, uids, false)) ?? ok('Expunge completed');
+  },
+};
+
+/** CLOSE expunges silently (RFC 3501 §6.4.2) unless the mailbox is read-only; UNSELECT does not. */
+export const CLOSE: CommandSpec<'CLOSE'> = {
+  states: SELECTED,
+  updates: 'none',
+  async handle(s) {
+    if (!s.selected!.readOnly) {
+      const failed = await expunge(s, undefined, true);
+      if (failed) return failed;
+    }
+    s.deselect();
+    return ok('Close completed');
+  },
+};
+
+export const UNSELECT: CommandSpec<'UNSELECT'> = {
+  states: SELECTED,
+  updates: 'none',
+  async handle(s) {
+    s.deselect();
+    return ok('Unselect completed');
+  },
+};

@@ -1,0 +1,209 @@
+// One client connection: bytes in through the CommandReader, commands run one at a time through the
+// command table (state checked first), responses out with backpressure. STARTTLS swaps the socket for a
+// TLS socket and drops anything the client pipelined before the handshake.
+import net from 'node:net';
+import tls from 'node:tls';
+import { capabilities } from './capabilities.js';
+import { COMMANDS } from './commands/index.js';
+import { bad, no, type Result } from './commands/types.js';
+import { CommandError, parseCommand, type Command } from './protocol/commands.js';
+import { MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
+import { CommandReader, type RawCommand } from './protocol/reader.js';
+import { Session, type ClientChannel, type SessionDeps } from './session.js';
+
+export interface ConnectionOptions {
+  secureContext: tls.SecureContext;
+  idleTimeoutMs: number;
+}
+
+export class ImapConnection implements ClientChannel {
+  secure: boolean;
+  readonly remoteAddress: string;
+  private socket: net.Socket;
+  private readonly reader: CommandReader;
+  private readonly queue: RawCommand[] = [];
+  private running = false;
+  private pendingContinuation: ((line: string | null) => void) | null = null;
+  private closed = false;
+  private badCount = 0;
+  private paused = false;
+  readonly session: Session;
+  private readonly onData = (chunk: Buffer) => this.reader.push(chunk);
+  /** Resolves when the connection is closed. */
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+
+  constructor(
+    socket: net.Socket,
+    secure: boolean,
+    readonly deps: SessionDeps,
+    private readonly opts: ConnectionOptions,
+  ) {
+    this.socket = socket;
+    this.secure = secure;
+    this.remoteAddress = socket.remoteAddress ?? 'unknown';
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.session = new Session(deps, this);
+    this.reader = new CommandReader({
+      command: (cmd) => this.enqueue(cmd),
+      continueLiteral: () => void this.write('+ Ready for literal data\r\n'),
+      reject: (tag, reason) => {
+        void this.write(`${tag} BAD ${reason}\r\n`);
+        this.countBad();
+      },
+      fatal: (reason) => void this.bye(reason),
+    });
+    this.attach(socket);
+  }
+
+  start(): void {
+    void this.write(`* OK [CAPABILITY ${capabilities(this.session).join(' ')}] ${this.deps.hostname} IMAP4rev1 ready\r\n`);
+  }
+
+  private attach(socket: net.Socket): void {
+    this.socket = socket;
+    socket.on('data', this.onData);
+    socket.on('error', (err) => this.deps.log.debug({ err, ip: this.remoteAddress }, 'imap socket error'));
+    socket.on('close', () => this.onClose());
+    socket.setTimeout(this.opts.idleTimeoutMs);
+    socket.on('timeout', () => void this.bye('Autologout; idle for too long'));
+  }
+
+  private onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.reader.close();
+    this.session.close();
+    this.queue.length = 0;
+    this.pendingContinuation?.(null);
+    this.pendingContinuation = null;
+    this.resolveDone();
+  }
+
+  /** Sends BYE and closes (server shutdown, timeouts, abuse). */
+  async bye(reason: string): Promise<void> {
+    if (this.closed) return;
+    await this.write(`* BYE ${reason}\r\n`);
+    this.socket.end();
+    this.socket.destroySoon?.();
+    setTimeout(() => this.socket.destroy(), 2000).unref();
+  }
+
+  private countBad(): void {
+    if (++this.badCount >= MAX_BAD_COMMANDS) void this.bye('Too many invalid commands');
+  }
+
+  write(data: string | Buffer): Promise<void> {
+    if (this.closed || this.socket.destroyed) return Promise.resolve();
+    if (this.socket.write(data)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      this.socket.on('drain', done);
+      this.socket.on('close', done);
+    });
+  }
+
+  continuation(text: string): Promise<string | null> {
+    void this.write(`+ ${text}\r\n`);
+    if (this.closed) return Promise.resolve(null);
+    const next = this.queue.shift();
+    if (next) return Promise.resolve(firstLine(next));
+    return new Promise((resolve) => (this.pendingContinuation = resolve));
+  }
+
+  private enqueue(cmd: RawCommand): void {
+    if (this.pendingContinuation) {
+      const resolve = this.pendingContinuation;
+      this.pendingContinuation = null;
+      resolve(firstLine(cmd));
+      return;
+    }
+    this.queue.push(cmd);
+    if (this.queue.length >= MAX_QUEUED_COMMANDS && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length && !this.closed) {
+        const raw = this.queue.shift()!;
+        if (this.paused && this.queue.length < MAX_QUEUED_COMMANDS / 2) {
+          this.paused = false;
+          this.socket.resume();
+        }
+        await this.execute(raw);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async execute(raw: RawCommand): Promise<void> {
+    let tag: string;
+    let command: Command;
+    try {
+      ({ tag, command } = parseCommand(raw));
+    } catch (err) {
+      if (!(err instanceof CommandError)) throw err;
+      await this.write(`${err.tag} BAD ${err.message}\r\n`);
+      this.countBad();
+      return;
+    }
+    const s = this.session;
+    const spec = COMMANDS[command.name] as (typeof COMMANDS)[Command['name']];
+    let result: Result;
+    if (!spec.states.includes(s.state)) {
+      result = bad(s.state === 'not-authenticated' ? 'Log in first' : s.state === 'authenticated' && spec.states.length === 1 ? 'No mailbox selected' : `${command.name} not allowed now`);
+    } else {
+      try {
+        result = await (spec.handle as (s: Session, c: Command) => Promise<Result>)(s, command);
+      } catch (err) {
+        this.deps.log.error({ err, command: command.name }, 'imap command failed');
+        result = no('Internal error; try again later', 'UNAVAILABLE');
+      }
+      if (s.selected && spec.updates !== 'none' && !this.closed) {
+        try {
+          await s.sync(spec.updates === 'full');
+        } catch (err) {
+          this.deps.log.error({ err }, 'imap sync failed');
+        }
+      }
+    }
+    if (result.status === 'BAD') this.countBad();
+    else this.badCount = 0;
+    const code = result.code ? `[${result.code}] ` : '';
+    await this.write(`${tag} ${result.status} ${code}${result.text}\r\n`);
+    if (result.effect === 'starttls') this.upgrade();
+    else if (result.effect === 'logout') {
+      this.socket.end();
+      setTimeout(() => this.socket.destroy(), 2000).unref();
+    }
+  }
+
+  /** RFC 3501 §6.2.1: the TLS handshake starts right after the tagged OK; pipelined plaintext is discarded. */
+  private upgrade(): void {
+    const plain = this.socket;
+    plain.off('data', this.onData);
+    plain.setTimeout(0);
+    plain.removeAllListeners('timeout');
+    this.reader.reset();
+    this.queue.length = 0;
+    const secure = new tls.TLSSocket(plain, { isServer: true, secureContext: this.opts.secureContext });
+    this.secure = true;
+    this.attach(secure);
+  }
+}
+
+function firstLine(cmd: RawCommand): string {
+  const p = cmd.parts[0];
+  return p && p.kind === 'text' ? p.text : '';
+}

@@ -1,0 +1,333 @@
+// A framed command → a typed command (a discriminated union). Grammar per RFC 3501 §6 and the extensions'
+// sections named beside each case. No I/O, no storage.
+import { parseFetchItems, type FetchItem } from './fetch-items.js';
+import { decodeMailboxName } from './mutf7.js';
+import type { RawCommand } from './reader.js';
+import { parseSearchKeys, type SearchKey } from './search.js';
+import { parseSequenceSet, type SequenceSet } from './sequence.js';
+import { ParseError, parseNumber, tokenize, Tokens, type Token } from './tokens.js';
+
+export type StoreMode = 'add' | 'remove' | 'set';
+
+export type Command =
+  | { name: 'CAPABILITY' | 'NOOP' | 'LOGOUT' | 'STARTTLS' | 'CHECK' | 'CLOSE' | 'UNSELECT' | 'IDLE' | 'NAMESPACE' }
+  | { name: 'AUTHENTICATE'; mechanism: string; initial: string | null }
+  | { name: 'LOGIN'; user: string; password: string }
+  | { name: 'SELECT' | 'EXAMINE'; mailbox: string; condstore: boolean }
+  | { name: 'CREATE' | 'DELETE' | 'SUBSCRIBE' | 'UNSUBSCRIBE'; mailbox: string }
+  | { name: 'RENAME'; from: string; to: string }
+  | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[] }
+  | { name: 'LSUB'; reference: string; patterns: string[] }
+  | { name: 'STATUS'; mailbox: string; items: string[] }
+  | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; message: Buffer }
+  | { name: 'EXPUNGE'; uids: SequenceSet | null }
+  | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey }
+  | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null }
+  | { name: 'STORE'; uid: boolean; set: SequenceSet; mode: StoreMode; silent: boolean; flags: string[]; unchangedSince: number | null }
+  | { name: 'COPY' | 'MOVE'; uid: boolean; set: SequenceSet; mailbox: string }
+  | { name: 'ID'; params: Record<string, string | null> | null }
+  | { name: 'ENABLE'; capabilities: string[] }
+  | { name: 'GETQUOTA'; root: string }
+  | { name: 'GETQUOTAROOT'; mailbox: string }
+  | { name: 'SETQUOTA'; root: string };
+
+export type CommandName = Command['name'];
+
+type Named<C, N> = C extends { name: infer M } ? (N extends M ? C : never) : never;
+/** The command type(s) of one name (a union member may cover several names, e.g. SELECT and EXAMINE). */
+export type CommandOf<N extends CommandName> = Named<Command, N>;
+
+export interface ParsedCommand {
+  tag: string;
+  command: Command;
+}
+
+/** Why a line could not become a command, with the tag when one was readable (else `*`). */
+export class CommandError extends Error {
+  constructor(
+    readonly tag: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const TAG = /^[\x21-\x7e]+$/;
+
+/** Mailbox argument: modified UTF-7 decoded, INBOX (any case) spelled `INBOX`. */
+export function mailboxName(raw: string): string {
+  const name = decodeMailboxName(raw);
+  if (/^inbox$/i.test(name)) return 'INBOX';
+  if (/^inbox\//i.test(name)) return 'INBOX' + name.slice(5);
+  return name;
+}
+
+function flagList(tokens: Token[]): string[] {
+  return tokens.map((t) => {
+    if (t.type !== 'atom' || t.value === '' || /[\s(){%*"\]]/.test(t.value)) throw new ParseError('Bad flag');
+    if (t.value.startsWith('\\') && !/^\\(Seen|Answered|Flagged|Deleted|Draft)$/i.test(t.value)) {
+      throw new ParseError(`Flag ${t.value} cannot be stored`);
+    }
+    return normalizeFlag(t.value);
+  });
+}
+
+export function normalizeFlag(flag: string): string {
+  if (!flag.startsWith('\\')) return flag;
+  return '\\' + flag.charAt(1).toUpperCase() + flag.slice(2).toLowerCase();
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** date-time: `"17-Jul-1996 02:44:25 -0700"` (day may be space-padded). */
+export function parseDateTime(text: string): Date {
+  const m = /^ ?(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/.exec(text);
+  const month = m ? MONTHS.findIndex((x) => x.toLowerCase() === m[2]!.toLowerCase()) : -1;
+  if (!m || month < 0) throw new ParseError(`Bad date-time "${text}"`);
+  const offset = (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9]));
+  const ms = Date.UTC(Number(m[3]), month, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6])) - offset * 60000;
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) throw new ParseError(`Bad date-time "${text}"`);
+  return d;
+}
+
+function atoms(tokens: Token[], what: string): string[] {
+  return tokens.map((t) => {
+    if (t.type !== 'atom') throw new ParseError(`Bad ${what}`);
+    return t.value.toUpperCase();
+  });
+}
+
+function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
+  switch (name) {
+    case 'CAPABILITY':
+    case 'NOOP':
+    case 'LOGOUT':
+    case 'STARTTLS':
+    case 'CHECK':
+    case 'CLOSE':
+    case 'UNSELECT':
+    case 'IDLE':
+    case 'NAMESPACE':
+      ts.end();
+      return { name };
+    case 'AUTHENTICATE': {
+      const mechanism = ts.atom('mechanism').toUpperCase();
+      const initial = ts.done ? null : ts.astring('initial response'); // SASL-IR (RFC 4959)
+      ts.end();
+      return { name, mechanism, initial };
+    }
+    case 'LOGIN': {
+      const user = ts.astring('user name');
+      const password = ts.astring('password');
+      ts.end();
+      return { name, user, password };
+    }
+    case 'SELECT':
+    case 'EXAMINE': {
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      let condstore = false;
+      const params = ts.optionalList();
+      if (params) {
+        for (const p of atoms(params, 'select parameter')) {
+          if (p === 'CONDSTORE') condstore = true; // RFC 7162 §3.1.8
+          else throw new ParseError(`Unknown select parameter ${p}`);
+        }
+      }
+      ts.end();
+      return { name, mailbox, condstore };
+    }
+    case 'CREATE':
+    case 'DELETE':
+    case 'SUBSCRIBE':
+    case 'UNSUBSCRIBE': {
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      if (name === 'CREATE') ts.optionalList(); // RFC 4466 create params (USE): ignored
+      ts.end();
+      return { name, mailbox };
+    }
+    case 'RENAME': {
+      const from = mailboxName(ts.astring('mailbox'));
+      const to = mailboxName(ts.astring('new name'));
+      ts.end();
+      return { name, from, to };
+    }
+    case 'LIST':
+    case 'LSUB': {
+      // RFC 5258 extended LIST: [(select-options)] reference (pattern | (patterns)) [RETURN (options)]
+      const sel = name === 'LIST' ? ts.optionalList() : null;
+      const selectOptions = sel ? atoms(sel, 'selection option') : [];
+      const reference = decodeMailboxName(ts.astring('reference'));
+      const patTok = ts.next('mailbox pattern');
+      const patterns =
+        patTok.type === 'list'
+          ? patTok.items.map((p) => {
+              if (p.type === 'list') throw new ParseError('Bad pattern');
+              return decodeMailboxName(p.value);
+            })
+          : [decodeMailboxName(patTok.value)];
+      let returnOptions: string[] = [];
+      if (name === 'LIST' && ts.accept('RETURN')) {
+        returnOptions = ts.list('return options').map((t) => (t.type === 'atom' ? t.value.toUpperCase() : ''));
+      }
+      ts.end();
+      return name === 'LIST' ? { name, reference, patterns, selectOptions, returnOptions } : { name, reference, patterns };
+    }
+    case 'STATUS': {
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      const items = atoms(ts.list('status items'), 'status item');
+      const known = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ'];
+      for (const i of items) if (!known.includes(i)) throw new ParseError(`Unknown status item ${i}`);
+      ts.end();
+      return { name, mailbox, items };
+    }
+    case 'APPEND': {
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      const flagsTok = ts.optionalList();
+      let date: Date | null = null;
+      const maybeDate = ts.peek();
+      if (maybeDate?.type === 'string' && !maybeDate.data) {
+        ts.next('date');
+        date = parseDateTime(maybeDate.value);
+      }
+      const msg = ts.next('message literal');
+      if (msg.type !== 'string' || !msg.data) throw new ParseError('APPEND needs the message as a literal');
+      ts.end();
+      return { name, mailbox, flags: flagsTok ? flagList(flagsTok) : [], date, message: msg.data };
+    }
+    case 'EXPUNGE': {
+      const uids = uid ? parseSequenceSet(ts.atom('UID set')) : null; // UID EXPUNGE, RFC 4315 §2.1
+      ts.end();
+      return { name, uids };
+    }
+    case 'SEARCH': {
+      let charset: string | null = null;
+      if (ts.accept('CHARSET')) charset = ts.astring('charset').toUpperCase();
+      const rest: Token[] = [];
+      while (!ts.done) rest.push(ts.next('search key'));
+      // RFC 4731 ESEARCH `RETURN ()` is not advertised; a leading RETURN is refused as an unknown key.
+      return { name, uid, charset, key: parseSearchKeys(rest) };
+    }
+    case 'FETCH': {
+      const set = parseSequenceSet(ts.atom('sequence set'));
+      const items = parseFetchItems(ts.next('fetch attributes'));
+      let changedSince: number | null = null;
+      const mods = ts.optionalList();
+      if (mods) {
+        const m = new Tokens(mods);
+        while (!m.done) {
+          const key = m.atom('fetch modifier').toUpperCase();
+          if (key === 'CHANGEDSINCE') changedSince = m.number('CHANGEDSINCE'); // RFC 7162 §3.1.4
+          else if (key === 'VANISHED') throw new ParseError('VANISHED needs QRESYNC');
+          else throw new ParseError(`Unknown fetch modifier ${key}`);
+        }
+      }
+      ts.end();
+      return { name, uid, set, items, changedSince };
+    }
+    case 'STORE': {
+      const set = parseSequenceSet(ts.atom('sequence set'));
+      let unchangedSince: number | null = null;
+      const mods = ts.optionalList();
+      if (mods) {
+        const m = new Tokens(mods);
+        const key = m.atom('store modifier').toUpperCase();
+        if (key !== 'UNCHANGEDSINCE') throw new ParseError(`Unknown store modifier ${key}`);
+        unchangedSince = m.number('UNCHANGEDSINCE'); // RFC 7162 §3.1.3
+        m.end();
+      }
+      const item = ts.atom('store item').toUpperCase();
+      const im = /^([+-]?)FLAGS(\.SILENT)?$/.exec(item);
+      if (!im) throw new ParseError(`Bad store item ${item}`);
+      const list = ts.optionalList();
+      let flags: string[];
+      if (list) {
+        flags = flagList(list);
+      } else {
+        const rest: Token[] = [];
+        while (!ts.done) rest.push(ts.next('flag'));
+        flags = flagList(rest);
+      }
+      ts.end();
+      const mode: StoreMode = im[1] === '+' ? 'add' : im[1] === '-' ? 'remove' : 'set';
+      return { name, uid, set, mode, silent: Boolean(im[2]), flags, unchangedSince };
+    }
+    case 'COPY':
+    case 'MOVE': {
+      const set = parseSequenceSet(ts.atom('sequence set'));
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      ts.end();
+      return { name, uid, set, mailbox };
+    }
+    case 'ID': {
+      // RFC 2971: ID ("key" "value" ...) | ID NIL
+      const t = ts.next('ID parameters');
+      ts.end();
+      if (t.type === 'atom' && t.value.toUpperCase() === 'NIL') return { name, params: null };
+      if (t.type !== 'list' || t.items.length % 2 !== 0 || t.items.length > 60) throw new ParseError('Bad ID parameters');
+      const params: Record<string, string | null> = {};
+      for (let i = 0; i < t.items.length; i += 2) {
+        const k = t.items[i]!;
+        const v = t.items[i + 1]!;
+        if (k.type !== 'string' || v.type === 'list') throw new ParseError('Bad ID parameters');
+        params[k.value.slice(0, 30)] = v.type === 'atom' && v.value.toUpperCase() === 'NIL' ? null : v.value.slice(0, 1024);
+      }
+      return { name, params };
+    }
+    case 'ENABLE': {
+      const capabilities: string[] = [];
+      while (!ts.done) capabilities.push(ts.atom('capability').toUpperCase());
+      if (capabilities.length === 0) throw new ParseError('ENABLE needs a capability');
+      return { name, capabilities };
+    }
+    case 'GETQUOTA':
+    case 'SETQUOTA': {
+      const root = ts.astring('quota root');
+      if (name === 'SETQUOTA') ts.list('resource limits');
+      ts.end();
+      return { name, root };
+    }
+    case 'GETQUOTAROOT': {
+      const mailbox = mailboxName(ts.astring('mailbox'));
+      ts.end();
+      return { name, mailbox };
+    }
+    default:
+      throw new ParseError(`Unknown command ${name}`);
+  }
+}
+
+const UID_COMMANDS = new Set(['FETCH', 'STORE', 'COPY', 'MOVE', 'SEARCH', 'EXPUNGE']);
+
+export function parseCommand(raw: RawCommand): ParsedCommand {
+  const first = raw.parts[0];
+  const firstText = first?.kind === 'text' ? first.text : '';
+  const guessTag = firstText.split(' ')[0] || '*';
+  let tokens: Token[];
+  try {
+    tokens = tokenize(raw.parts);
+  } catch (err) {
+    throw new CommandError(TAG.test(guessTag) ? guessTag : '*', (err as Error).message);
+  }
+  const tagTok = tokens[0];
+  if (!tagTok || tagTok.type !== 'atom' || !TAG.test(tagTok.value) || tagTok.value.includes('+')) {
+    throw new CommandError('*', 'Missing or bad tag');
+  }
+  const tag = tagTok.value;
+  try {
+    const ts = new Tokens(tokens.slice(1));
+    let name = ts.atom('command').toUpperCase();
+    let uid = false;
+    if (name === 'UID') {
+      name = ts.atom('UID command').toUpperCase();
+      if (!UID_COMMANDS.has(name)) throw new ParseError(`Unknown UID command ${name}`);
+      uid = true;
+    }
+    return { tag, command: parseArgs(name, ts, uid) };
+  } catch (err) {
+    if (err instanceof ParseError) throw new CommandError(tag, err.message);
+    throw err;
+  }
+}
+
+export { parseNumber };

@@ -1,0 +1,94 @@
+// FETCH attributes (RFC 3501 §6.4.5, §9 fetch-att; MODSEQ from RFC 7162), macros expanded.
+import { ParseError, parseNumber, type Token } from './tokens.js';
+
+export interface Section {
+  /** Part path, e.g. [1, 2] for `1.2`; empty for the whole message. */
+  path: number[];
+  specifier: 'HEADER' | 'HEADER.FIELDS' | 'HEADER.FIELDS.NOT' | 'TEXT' | 'MIME' | null;
+  /** Field names for HEADER.FIELDS(.NOT), as the client wrote them. */
+  fields: string[];
+}
+
+export type SimpleItem =
+  | 'UID'
+  | 'FLAGS'
+  | 'INTERNALDATE'
+  | 'RFC822.SIZE'
+  | 'ENVELOPE'
+  | 'BODYSTRUCTURE'
+  | 'BODY'
+  | 'MODSEQ'
+  | 'RFC822'
+  | 'RFC822.HEADER'
+  | 'RFC822.TEXT';
+
+export type FetchItem =
+  | { kind: 'simple'; name: SimpleItem }
+  | { kind: 'section'; peek: boolean; section: Section; partial: { start: number; length: number } | null; label: string };
+
+const SIMPLE = new Set<string>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'MODSEQ', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT']);
+const MACROS: Record<string, SimpleItem[]> = {
+  ALL: ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE'],
+  FAST: ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE'],
+  FULL: ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODY'],
+};
+
+const SECTION_ITEM = /^(BODY|BODY\.PEEK)\[([^\]]*)\](?:<(\d+)\.(\d+)>)?$/i;
+
+export function parseSection(text: string): Section {
+  const path: number[] = [];
+  let rest = text;
+  while (/^\d/.test(rest)) {
+    const m = /^(\d+)(\.|$)/.exec(rest);
+    if (!m) throw new ParseError(`Bad section "${text}"`);
+    path.push(parseNumber(m[1]!, 'section part'));
+    if (path[path.length - 1] === 0) throw new ParseError(`Bad section "${text}"`);
+    rest = rest.slice(m[0].length);
+  }
+  if (rest === '') return { path, specifier: null, fields: [] };
+  const m = /^(HEADER\.FIELDS\.NOT|HEADER\.FIELDS|HEADER|TEXT|MIME)(?:\s+\((.*)\))?$/i.exec(rest);
+  if (!m) throw new ParseError(`Bad section "${text}"`);
+  const specifier = m[1]!.toUpperCase() as Section['specifier'];
+  const isFields = specifier === 'HEADER.FIELDS' || specifier === 'HEADER.FIELDS.NOT';
+  if (isFields !== (m[2] !== undefined)) throw new ParseError(`Bad section "${text}"`);
+  if (specifier === 'MIME' && path.length === 0) throw new ParseError('MIME needs a part number');
+  const fields = isFields
+    ? m[2]!
+        .trim()
+        .split(/\s+/)
+        .map((f) => f.replace(/^"(.*)"$/, '$1'))
+        .filter(Boolean)
+    : [];
+  if (isFields && fields.length === 0) throw new ParseError('Empty header field list');
+  return { path, specifier, fields };
+}
+
+function parseItem(t: Token, out: FetchItem[]): void {
+  if (t.type !== 'atom') throw new ParseError('Bad fetch attribute');
+  const upper = t.value.toUpperCase();
+  if (SIMPLE.has(upper)) {
+    out.push({ kind: 'simple', name: upper as SimpleItem });
+    return;
+  }
+  if (upper === 'BINARY.SIZE' || upper.startsWith('BINARY')) throw new ParseError('BINARY is not supported');
+  const m = SECTION_ITEM.exec(t.value);
+  if (!m) throw new ParseError(`Unknown fetch attribute "${t.value}"`);
+  const section = parseSection(m[2]!);
+  const partial = m[3] !== undefined ? { start: parseNumber(m[3], 'partial'), length: parseNumber(m[4]!, 'partial') } : null;
+  if (partial && partial.length === 0) throw new ParseError('Partial length must be positive');
+  out.push({ kind: 'section', peek: m[1]!.toUpperCase() === 'BODY.PEEK', section, partial, label: m[2]!.toUpperCase() });
+}
+
+/** A FETCH's attribute argument: a macro, one attribute, or a parenthesised list of attributes. */
+export function parseFetchItems(t: Token): FetchItem[] {
+  const out: FetchItem[] = [];
+  if (t.type === 'atom' && MACROS[t.value.toUpperCase()]) {
+    for (const name of MACROS[t.value.toUpperCase()]!) out.push({ kind: 'simple', name });
+  } else if (t.type === 'list') {
+    if (t.items.length === 0) throw new ParseError('Empty fetch attribute list');
+    for (const item of t.items) parseItem(item, out);
+  } else {
+    parseItem(t, out);
+  }
+  return out;
+}

@@ -1,0 +1,24 @@
+// Every limit of the IMAP server in one place (each is tested in test/imap/robustness.test.ts).
+
+/** Longest command line, literals excluded (RFC 7162 §4 asks servers to accept at least 8192 octets). */
+export const MAX_LINE_BYTES = 100 * 1024;
+/** Largest literal in an APPEND (the message size cap); a bigger one is refused before it is sent. */
+export const MAX_APPEND_LITERAL_BYTES = 50 * 1024 * 1024;
+/** Largest literal anywhere else (a password, a search string, a mailbox name). */
+export const MAX_OTHER_LITERAL_BYTES = 64 * 1024;
+/** Literals in one command (a command with more is answered BAD). */
+export const MAX_LITERALS_PER_COMMAND = 64;
+/** Commands read ahead of the one running; past this the socket is paused (backpressure). */
+export const MAX_QUEUED_COMMANDS = 16;
+/** Consecutive BAD answers after which the connection is closed. */
+export const MAX_BAD_COMMANDS = 20;
+/** Failed authentications on one connection after which it is closed. */
+export const MAX_AUTH_FAILURES = 3;
+/** Autologout timer (RFC 3501 §5.4: at least 30 minutes), also while IDLE (RFC 2177). */
+export const IDLE_TIMEOUT_MS = 30 * 60 * 1000;
+/** How long changes are gathered before an IDLE push (well under the one-second target). */
+export const IDLE_PUSH_DELAY_MS = 50;
+/** Messages handled per batch when FETCH/SEARCH stream over a large set. */
+export const FETCH_BATCH = 250;
+/** Parsed message summaries (ENVELOPE, BODYSTRUCTURE) kept per process, by content address. */
+export const SUMMARY_CACHE_ENTRIES = 50_000;

@@ -1,0 +1,34 @@
+// Modified UTF-7 mailbox names (RFC 3501 §5.1.3): what IMAP4rev1 clients send and expect in LIST.
+
+export function encodeMailboxName(name: string): string {
+  let out = '';
+  let pending = '';
+  const flush = () => {
+    if (!pending) return;
+    const buf = Buffer.alloc(pending.length * 2);
+    for (let i = 0; i < pending.length; i++) buf.writeUInt16BE(pending.charCodeAt(i), i * 2);
+    out += '&' + buf.toString('base64').replace(/=+$/, '').replace(/\//g, ',') + '-';
+    pending = '';
+  };
+  for (const ch of name) {
+    const code = ch.charCodeAt(0);
+    if (ch.length === 1 && code >= 0x20 && code <= 0x7e) {
+      flush();
+      out += ch === '&' ? '&-' : ch;
+    } else {
+      pending += ch;
+    }
+  }
+  flush();
+  return out;
+}
+
+export function decodeMailboxName(name: string): string {
+  return name.replace(/&([^-]*)-/g, (_m, b64: string) => {
+    if (b64 === '') return '&';
+    const buf = Buffer.from(b64.replace(/,/g, '/'), 'base64');
+    let s = '';
+    for (let i = 0; i + 1 < buf.length; i += 2) s += String.fromCharCode(buf.readUInt16BE(i));
+    return s;
+  });
+}

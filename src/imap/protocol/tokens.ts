@@ -1,0 +1,152 @@
+// Tokens of a framed command (RFC 3501 §4, §9): atoms (also numbers, flags, sequence sets and fetch
+// attributes such as `BODY.PEEK[HEADER.FIELDS (A B)]<0.100>`), strings (quoted or literal) and
+// parenthesised lists. No I/O.
+import type { Part } from './reader.js';
+
+export type Token =
+  | { type: 'atom'; value: string }
+  | { type: 'string'; value: string; data?: Buffer }
+  | { type: 'list'; items: Token[] };
+
+export class ParseError extends Error {
+  override name = 'ParseError';
+}
+
+const DELIMS = new Set([' ', '(', ')', '"']);
+
+export function tokenize(parts: Part[]): Token[] {
+  const root: Token[] = [];
+  const stack: Token[][] = [root];
+  const top = () => stack[stack.length - 1]!;
+  for (const part of parts) {
+    if (part.kind === 'literal') {
+      top().push({ type: 'string', value: part.data.toString('utf8'), data: part.data });
+      continue;
+    }
+    const s = part.text;
+    let i = 0;
+    while (i < s.length) {
+      const c = s[i]!;
+      if (c === ' ') {
+        i++;
+      } else if (c === '(') {
+        const list: Token = { type: 'list', items: [] };
+        top().push(list);
+        stack.push(list.items);
+        i++;
+      } else if (c === ')') {
+        if (stack.length === 1) throw new ParseError('Unbalanced parenthesis');
+        stack.pop();
+        i++;
+      } else if (c === '"') {
+        let out = '';
+        i++;
+        for (;;) {
+          if (i >= s.length) throw new ParseError('Unterminated quoted string');
+          const d = s[i]!;
+          if (d === '\\') {
+            const e = s[i + 1];
+            if (e !== '\\' && e !== '"') throw new ParseError('Bad escape in quoted string');
+            out += e;
+            i += 2;
+          } else if (d === '"') {
+            i++;
+            break;
+          } else {
+            out += d;
+            i++;
+          }
+        }
+        top().push({ type: 'string', value: out });
+      } else {
+        let j = i;
+        while (j < s.length && !DELIMS.has(s[j]!)) {
+          if (s[j] === '[') {
+            const close = s.indexOf(']', j);
+            if (close === -1) throw new ParseError('Unterminated [');
+            j = close + 1;
+          } else {
+            j++;
+          }
+        }
+        const value = s.slice(i, j);
+        if (/[\x00-\x1f\x7f]/.test(value)) throw new ParseError('Control character in atom');
+        top().push({ type: 'atom', value });
+        i = j;
+      }
+    }
+  }
+  if (stack.length !== 1) throw new ParseError('Unbalanced parenthesis');
+  return root;
+}
+
+/** A cursor over a token list with the typed readers the command grammars need. */
+export class Tokens {
+  private i = 0;
+  constructor(private readonly items: Token[]) {}
+
+  get done(): boolean {
+    return this.i >= this.items.length;
+  }
+  peek(): Token | undefined {
+    return this.items[this.i];
+  }
+  next(what: string): Token {
+    const t = this.items[this.i++];
+    if (!t) throw new ParseError(`Missing ${what}`);
+    return t;
+  }
+  end(): void {
+    if (!this.done) throw new ParseError('Unexpected extra arguments');
+  }
+  atom(what: string): string {
+    const t = this.next(what);
+    if (t.type !== 'atom') throw new ParseError(`Expected ${what}`);
+    return t.value;
+  }
+  /** astring: atom or string. */
+  astring(what: string): string {
+    const t = this.next(what);
+    if (t.type === 'list') throw new ParseError(`Expected ${what}`);
+    return t.value;
+  }
+  /** A string or NIL. */
+  nstring(what: string): string | null {
+    const t = this.next(what);
+    if (t.type === 'atom' && t.value.toUpperCase() === 'NIL') return null;
+    if (t.type === 'list') throw new ParseError(`Expected ${what}`);
+    return t.value;
+  }
+  number(what: string): number {
+    return parseNumber(this.atom(what), what);
+  }
+  list(what: string): Token[] {
+    const t = this.next(what);
+    if (t.type !== 'list') throw new ParseError(`Expected ${what} list`);
+    return t.items;
+  }
+  optionalList(): Token[] | null {
+    const t = this.peek();
+    if (t?.type === 'list') {
+      this.i++;
+      return t.items;
+    }
+    return null;
+  }
+  /** Consumes the next token when it is the given atom (case-insensitive). */
+  accept(atom: string): boolean {
+    const t = this.peek();
+    if (t?.type === 'atom' && t.value.toUpperCase() === atom) {
+      this.i++;
+      return true;
+    }
+    return false;
+  }
+}
+
+export function parseNumber(value: string, what: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^\d{1,16}$/.test(value)) throw new ParseError(`Expected a number for ${what}`);
+  const n = Number(value);
+  if (n > max) throw new ParseError(`Number out of range for ${what}`);
+  return n;
+}

@@ -1,0 +1,66 @@
+// The IMAP listeners: `imapPort` (plaintext + STARTTLS) and `imapsPort` (implicit TLS), one SessionDeps for
+// both. `close()` stops accepting and says BYE to every open session.
+import net, { type AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import type { TlsMaterial } from '../core/key-material.js';
+import { ImapConnection } from './connection.js';
+import { IDLE_TIMEOUT_MS } from './protocol/limits.js';
+import type { SessionDeps } from './session.js';
+
+export interface ImapServerOptions extends SessionDeps {
+  tls: Pick<TlsMaterial, 'cert' | 'key'>;
+  /** Autologout; RFC 3501 §5.4's 30 minutes unless a test shortens it. */
+  idleTimeoutMs?: number;
+}
+
+export class ImapServer {
+  private readonly servers: net.Server[] = [];
+  private readonly connections = new Set<ImapConnection>();
+  private readonly secureContext: tls.SecureContext;
+
+  constructor(private readonly opts: ImapServerOptions) {
+    this.secureContext = tls.createSecureContext({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' });
+  }
+
+  get sessionCount(): number {
+    return this.connections.size;
+  }
+
+  private accept(socket: net.Socket, secure: boolean): void {
+    const conn = new ImapConnection(socket, secure, this.opts, {
+      secureContext: this.secureContext,
+      idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+    });
+    this.connections.add(conn);
+    void conn.done.then(() => this.connections.delete(conn));
+    conn.start();
+  }
+
+  /** Listens with STARTTLS (`implicitTls` false) or implicit TLS; resolves with the bound address. */
+  async listen(port: number, host: string, implicitTls: boolean): Promise<AddressInfo> {
+    const server = implicitTls
+      ? tls.createServer({ secureContext: this.secureContext }, (s) => this.accept(s, true))
+      : net.createServer((s) => this.accept(s, false));
+    server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
+    if (implicitTls) server.on('tlsClientError', (err) => this.opts.log.debug({ err }, 'imaps handshake failed'));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.servers.push(server);
+    return server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([
+      ...this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+      ...[...this.connections].map(async (c) => {
+        await c.bye('Server shutting down');
+        await Promise.race([c.done, new Promise((r) => setTimeout(r, 3000).unref())]);
+      }),
+    ]);
+  }
+}

@@ -1,0 +1,270 @@
+// One IMAP session's state (RFC 3501 §3): the state machine, the logged-in account, the selected mailbox
+// as this client knows it (sequence numbers ↔ UIDs, flags, MODSEQs), and how changes made elsewhere reach
+// the client (§5.2, §7.4.1): EXISTS and FETCH FLAGS whenever a response may carry them, EXPUNGE only
+// when no FETCH/STORE/SEARCH (or their UID forms) is running. Handlers see this class through its
+// public members; the connection owns the socket.
+import type { Logger } from '../core/logger.js';
+import type { Change, MailboxAccount, MailStore, MessageMeta, ShareAccess } from '../mailstore/types.js';
+import { FOLDER_DELIMITER } from '../mailstore/types.js';
+import { resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
+import type { SummaryCache } from './summary-cache.js';
+
+export type SessionState = 'not-authenticated' | 'authenticated' | 'selected' | 'logout';
+
+/** Where failed logins are counted (the SMTP submission listener shares the same object). */
+export interface LoginGuard {
+  loginBlocked(ip: string, username: string): boolean;
+  loginFailed(ip: string, username: string): void;
+}
+
+export interface SessionDeps {
+  store: MailStore;
+  guard: LoginGuard;
+  log: Logger;
+  hostname: string;
+  version: string;
+  summaries: SummaryCache;
+}
+
+/** A mailbox name resolved to a folder of some account (the user's own, or one shared with them). */
+export interface MailboxTarget {
+  mailboxId: number;
+  /** Folder path in the owning account. */
+  path: string;
+  /** The name the client uses. */
+  name: string;
+  access: 'owner' | ShareAccess;
+}
+
+/** The client's side of the protocol as a session needs it. */
+export interface ClientChannel {
+  /** Writes protocol text or bytes as one unit (a response line is never split by another writer). */
+  write(data: string | Buffer): Promise<void>;
+  /** Sends `+ text` and waits for the client's next line (AUTHENTICATE, IDLE); null if the client left. */
+  continuation(text: string): Promise<string | null>;
+  /** Peer address (failed-login accounting). */
+  remoteAddress: string;
+  secure: boolean;
+}
+
+/** RFC 7162 §3.1: the shared-namespace prefix for mailboxes other accounts share with this one. */
+export const SHARED_PREFIX = 'Shared';
+
+export class SelectedMailbox {
+  /** UIDs in sequence-number order (index = seq - 1), including expunged ones not yet announced. */
+  uids: number[];
+  readonly metas = new Map<number, MessageMeta>();
+  /** Expunged in the store, not yet announced with EXPUNGE. */
+  readonly pendingExpunge = new Set<number>();
+  /** Mailbox-wide MODSEQ up to which changes are reflected here. */
+  cursor: number;
+  highestModseq: number;
+
+  constructor(
+    readonly target: MailboxTarget,
+    readonly folderId: number,
+    readonly uidValidity: number,
+    readonly readOnly: boolean,
+    cursor: number,
+    messages: MessageMeta[],
+  ) {
+    this.cursor = cursor;
+    this.highestModseq = cursor;
+    this.uids = messages.map((m) => m.uid);
+    for (const m of messages) {
+      this.metas.set(m.uid, m);
+      if (m.modseq > this.highestModseq) this.highestModseq = m.modseq;
+    }
+  }
+
+  get count(): number {
+    return this.uids.length;
+  }
+
+  /** 1-based sequence number of a UID, or 0. */
+  seqOf(uid: number): number {
+    let lo = 0;
+    let hi = this.uids.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = this.uids[mid]!;
+      if (v === uid) return mid + 1;
+      if (v < uid) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return 0;
+  }
+
+  /** 0-based positions named by a sequence set (message numbers or UIDs). */
+  positions(set: SequenceSet, byUid: boolean): number[] {
+    return byUid ? resolveUids(set, this.uids) : resolveSeqNumbers(set, this.uids.length);
+  }
+
+  meta(pos: number): MessageMeta {
+    return this.metas.get(this.uids[pos]!)!;
+  }
+
+  update(meta: MessageMeta): void {
+    this.metas.set(meta.uid, meta);
+    if (meta.modseq > this.highestModseq) this.highestModseq = meta.modseq;
+  }
+
+  /** Removes a UID from the view; returns its former sequence number. */
+  remove(uid: number): number {
+    const seq = this.seqOf(uid);
+    if (seq) {
+      this.uids.splice(seq - 1, 1);
+      this.metas.delete(uid);
+    }
+    this.pendingExpunge.delete(uid);
+    return seq;
+  }
+}
+
+export class Session {
+  state: SessionState = 'not-authenticated';
+  account: MailboxAccount | null = null;
+  selected: SelectedMailbox | null = null;
+  /** CONDSTORE enabled (RFC 7162 §3.1): MODSEQ in FETCH responses for flag changes. */
+  condstore = false;
+  authFailures = 0;
+  clientId: Record<string, string | null> | null = null;
+  private dirty = false;
+  private unsubscribe: (() => void) | null = null;
+  /** Called when a watched mailbox changes (IDLE uses it to push). */
+  onDirty: (() => void) | null = null;
+
+  constructor(
+    readonly deps: SessionDeps,
+    readonly client: ClientChannel,
+  ) {}
+
+  get store(): MailStore {
+    return this.deps.store;
+  }
+
+  untagged(text: string): Promise<void> {
+    return this.client.write(`* ${text}\r\n`);
+  }
+
+  login(account: MailboxAccount): void {
+    this.account = account;
+    this.state = 'authenticated';
+  }
+
+  /** Resolves a client mailbox name to a folder of the account or of an account that shares with it. */
+  async resolve(name: string): Promise<MailboxTarget | null> {
+    const account = this.account!;
+    const prefix = SHARED_PREFIX + FOLDER_DELIMITER;
+    if (!name.startsWith(prefix)) return { mailboxId: account.id, path: name, name, access: 'owner' };
+    const rest = name.slice(prefix.length);
+    const slash = rest.indexOf(FOLDER_DELIMITER);
+    if (slash <= 0) return null;
+    const owner = rest.slice(0, slash).toLowerCase();
+    const path = rest.slice(slash + 1);
+    const shares = await this.store.sharedWith(account.id);
+    const share = shares.find((s) => s.owner.address === owner);
+    if (!share || !path) return null;
+    return { mailboxId: share.owner.id, path: /^inbox$/i.test(path) ? 'INBOX' : path, name, access: share.access };
+  }
+
+  select(view: SelectedMailbox): void {
+    this.deselect();
+    this.selected = view;
+    this.state = 'selected';
+    this.dirty = false;
+    this.unsubscribe = this.store.onChange(view.target.mailboxId, (change: Change) => {
+      if (change.folderId !== view.folderId) return;
+      this.dirty = true;
+      this.onDirty?.();
+    });
+  }
+
+  deselect(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.selected = null;
+    if (this.state === 'selected') this.state = 'authenticated';
+  }
+
+  close(): void {
+    this.deselect();
+    this.state = 'logout';
+  }
+
+  /** True when the selected folder changed since the last sync. */
+  get hasChanges(): boolean {
+    return this.dirty;
+  }
+
+  /**
+   * Brings the selected view up to date and tells the client: FETCH FLAGS for changed flags, EXPUNGE for
+   * removed messages when `allowExpunge` (else they wait, RFC 3501 §7.4.1), then EXISTS for new ones.
+   */
+  async sync(allowExpunge: boolean): Promise<void> {
+    const view = this.selected;
+    if (!view) return;
+    if (this.dirty) {
+      this.dirty = false;
+      const changes = await this.store.changesSince(view.target.mailboxId, view.cursor);
+      let cursor = view.cursor;
+      let changed = false;
+      for (const c of changes) {
+        if (c.modseq > cursor) cursor = c.modseq;
+        if (c.folderId !== view.folderId) continue;
+        if (c.kind === 'expunge') {
+          if (view.metas.has(c.uid)) view.pendingExpunge.add(c.uid);
+        } else if (c.kind === 'append' || c.kind === 'flags') {
+          changed = true;
+        }
+      }
+      const lines: string[] = [];
+      if (changed) {
+        const metas = await this.store.listMessages(view.folderId, { changedSince: view.cursor });
+        const lastUid = view.uids.length ? view.uids[view.uids.length - 1]! : 0;
+        for (const m of metas) {
+          const known = view.metas.get(m.uid);
+          if (known) {
+            if (m.modseq <= known.modseq || view.pendingExpunge.has(m.uid)) continue;
+            const flagsChanged = known.flags.join(' ') !== m.flags.join(' ');
+            view.update(m);
+            if (flagsChanged || this.condstore) lines.push(this.flagsLine(view, m, true));
+          } else if (m.uid > lastUid) {
+            view.uids.push(m.uid);
+            view.update(m);
+          }
+        }
+      }
+      view.cursor = Math.max(view.cursor, cursor);
+      for (const line of lines) await this.untagged(line);
+    }
+    if (allowExpunge && view.pendingExpunge.size) {
+      for (const uid of [...view.pendingExpunge].sort((a, b) => a - b)) await this.announceExpunge(uid);
+    }
+    if (view.count !== this.announced) {
+      this.announced = view.count;
+      await this.untagged(`${view.count} EXISTS`);
+    }
+  }
+
+  /** The message count the client was last told. */
+  announced = 0;
+
+  /** Removes a message from the view and sends its EXPUNGE (RFC 3501 §7.4.1). */
+  async announceExpunge(uid: number): Promise<void> {
+    const view = this.selected;
+    if (!view) return;
+    const seq = view.remove(uid);
+    if (!seq) return;
+    if (seq <= this.announced) this.announced--;
+    await this.untagged(`${seq} EXPUNGE`);
+  }
+
+  /** `N FETCH (FLAGS (...) UID n [MODSEQ (m)])` for a flag change. */
+  flagsLine(view: SelectedMailbox, m: MessageMeta, withUid: boolean): string {
+    const parts = [`FLAGS (${m.flags.join(' ')})`];
+    if (withUid) parts.push(`UID ${m.uid}`);
+    if (this.condstore) parts.push(`MODSEQ (${m.modseq})`);
+    return `${view.seqOf(m.uid)} FETCH (${parts.join(' ')})`;
+  }
+}
