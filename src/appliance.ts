@@ -17,6 +17,9 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { SmtpGuards } from './limits/smtp-guards.js';
+import { ImapServer } from './imap/server.js';
+import { SummaryCache } from './imap/summary-cache.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -29,7 +32,7 @@ export interface Appliance {
   /** Certificate for STARTTLS and implicit TLS on the mail listeners. */
   tls: TlsMaterial;
   /** What each listener actually bound (port 0 picks a free one). */
-  ports: { api: AddressInfo };
+  ports: { api: AddressInfo; imap: AddressInfo; imaps: AddressInfo };
   /** Set on the first start of an empty database. */
   bootstrap: BootstrapResult | null;
   stop(): Promise<void>;
@@ -55,6 +58,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
+  let imap: ImapServer | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
   let stopWebhooks = () => {};
@@ -79,18 +83,26 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
+    // Failed-login lockout shared by SMTP submission and IMAP (one object, one set of counters).
+    const guards = new SmtpGuards(ctx.clock);
+    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: guards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), tls }));
+    const imapAddress = await imapServer.listen(config.imapPort, config.bind, false);
+    const imapsAddress = await imapServer.listen(config.imapsPort, config.bind, true);
+    ctx.log.info({ listener: 'imap', port: imapAddress.port }, 'listening');
+    ctx.log.info({ listener: 'imaps', port: imapsAddress.port }, 'listening');
 
     const server = api;
     let stopping: Promise<void> | undefined;
     return {
       ctx,
       tls,
-      ports: { api: api.address },
+      ports: { api: api.address, imap: imapAddress, imaps: imapsAddress },
       bootstrap,
       // Stop accepting, let in-flight requests finish, then close the database.
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await imapServer.close();
           stopWebhooks();
           stopRetention();
           await ctx.jobs.stop();
@@ -103,6 +115,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    await imap?.close();
     stopWebhooks();
     await ctx.jobs.stop();
     await renderer?.close();
