@@ -39,7 +39,7 @@ export class ImapServer {
   /** Listens with STARTTLS (`implicitTls` false) or implicit TLS; resolves with the bound address. */
   async listen(port: number, host: string, implicitTls: boolean): Promise<AddressInfo> {
     const server = implicitTls
-      ? tls.createServer({ secureContext: this.secureContext }, (s) => this.accept(s, true))
+      ? tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2' }, (s) => this.accept(s, true))
       : net.createServer((s) => this.accept(s, false));
     server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
     if (implicitTls) server.on('tlsClientError', (err) => this.opts.log.debug({ err }, 'imaps handshake failed'));
