@@ -66,7 +66,10 @@ export class ImapConnection implements ClientChannel {
     socket.on('error', (err) => this.deps.log.debug({ err, ip: this.remoteAddress }, 'imap socket error'));
     socket.on('close', () => this.onClose());
     socket.setTimeout(this.opts.idleTimeoutMs);
-    socket.on('timeout', () => void this.bye('Autologout; idle for too long'));
+    // Idle means no bytes either way and no command running (a long SEARCH is not idleness).
+    socket.on('timeout', () => {
+      if (!this.running || this.pendingContinuation) void this.bye('Autologout; idle for too long');
+    });
   }
 
   private onClose(): void {

@@ -1,0 +1,69 @@
+// Two sessions on one mailbox (RFC 3501 §5.2, §7.4.1): flag changes reach the other session at the next
+// command, EXISTS may come with FETCH/SEARCH but EXPUNGE waits for a command that allows it; IDLE pushes
+// new mail and expunges without the client asking (RFC 2177).
+import t from 'tap';
+import { message, setupImap, type ImapFixture, type RawClient } from './setup.js';
+
+async function session(f: ImapFixture, user: string): Promise<RawClient> {
+  const c = await f.raw({ implicit: true });
+  await c.login(user);
+  return c;
+}
+
+t.test('two sessions see each other at the moments RFC 3501 allows', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  for (let i = 1; i <= 4; i++) await f.store.deliver(message({ subject: `m${i}` }), [{ mailboxId: bob.id }]);
+  const a = await session(f, bob.address);
+  const b = await session(f, bob.address);
+  await a.command('a1', 'SELECT INBOX');
+  await b.command('b1', 'SELECT INBOX');
+
+  await b.command('b2', 'STORE 1 +FLAGS (\\Flagged)');
+  t.match(await a.command('a2', 'NOOP'), /\* 1 FETCH \(FLAGS \(\\Flagged\) UID 1\)\r\na2 OK/, 'flag change reported on NOOP');
+  t.notMatch(await a.command('a3', 'NOOP'), /FETCH/, 'and only once');
+
+  await b.command('b3', 'STORE 2 +FLAGS.SILENT (\\Deleted)');
+  t.match(await b.command('b4', 'EXPUNGE'), /\* 2 EXPUNGE/);
+  const during = await a.command('a4', 'FETCH 1:* (UID)');
+  t.notMatch(during, /EXPUNGE/, 'no EXPUNGE while FETCH runs');
+  t.match(during, /\* 2 FETCH \(UID 2\)/, 'the expunged message keeps its number until announced');
+  t.notMatch(await a.command('a5', 'STORE 1 -FLAGS.SILENT (\\Flagged)'), /EXPUNGE/, 'nor during STORE');
+  t.notMatch(await a.command('a6', 'UID SEARCH ALL'), /EXPUNGE/, 'nor during SEARCH');
+  t.match(await a.command('a7', 'NOOP'), /\* 2 EXPUNGE\r\n/, 'announced at NOOP');
+  t.match(await a.command('a8', 'FETCH 1:* UID'), /\* 1 FETCH \(UID 1\)\r\n\* 2 FETCH \(UID 3\)\r\n\* 3 FETCH \(UID 4\)\r\n/);
+
+  await f.store.deliver(message({ subject: 'new' }), [{ mailboxId: bob.id }]);
+  const search = await a.command('a9', 'SEARCH SUBJECT new');
+  t.match(search, /\* 4 EXISTS\r\n\* SEARCH 4\r\n/, 'EXISTS may come with SEARCH, before the result that counts the new message');
+  t.notMatch(await a.command('a10', 'SEARCH SUBJECT new'), /EXISTS/, 'announced once');
+  t.match(await b.command('b5', 'NOOP'), /\* 4 EXISTS/);
+});
+
+t.test('IDLE pushes deliveries, flag changes and expunges', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  await f.store.deliver(message(), [{ mailboxId: bob.id }]);
+  const a = await session(f, bob.address);
+  const b = await session(f, bob.address);
+  await a.command('a1', 'SELECT INBOX');
+  await b.command('b1', 'SELECT INBOX');
+  a.send('a2 IDLE\r\n');
+  await a.waitFor(/^\+ idling\r\n/m);
+  await f.store.deliver(message({ subject: 'pushed' }), [{ mailboxId: bob.id }]);
+  t.match(await a.waitFor(/\* 2 EXISTS\r\n/), /\* 2 EXISTS/, 'new mail pushed with no command from the client');
+  await b.command('b2', 'STORE 1 +FLAGS (\\Seen)');
+  t.match(await a.waitFor(/\* 1 FETCH [^\n]*\n/), /\* 1 FETCH \(FLAGS \(\\Seen\) UID 1\)/);
+  await b.command('b3', 'STORE 1 +FLAGS.SILENT (\\Deleted)');
+  await b.command('b4', 'EXPUNGE');
+  t.match(await a.waitFor(/\* 1 EXPUNGE\r\n/), /EXPUNGE/);
+  a.send('DONE\r\n');
+  t.match(await a.waitFor(/^a2 [^\n]*\n/m), /a2 OK/);
+  t.match(await a.command('a3', 'FETCH 1:* UID'), /\* 1 FETCH \(UID 2\)\r\na3 OK/);
+  a.send('a4 IDLE\r\n');
+  await a.waitFor(/^\+ idling\r\n/m);
+  a.send('NOTDONE\r\n');
+  t.match(await a.waitFor(/^a4 [^\n]*\n/m), /a4 BAD/, 'anything but DONE ends IDLE with BAD');
+  a.send('a5 IDLE\r\nDONE\r\n');
+  t.match(await a.waitFor(/^a5 [^\n]*\n/m), /a5 OK/, 'IDLE and DONE pipelined in one packet');
+});
