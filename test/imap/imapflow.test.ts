@@ -136,7 +136,7 @@ t.test('imapflow', async (t) => {
 
     const dl = await c.download('6', '1.1');
     const chunks: Buffer[] = [];
-    for await (const chunk of dl.content) chunks.push(chunk as Buffer);
+    for await (const chunk of dl.content!) chunks.push(chunk as Buffer);
     t.equal(Buffer.concat(chunks).toString(), 'Hello über world', 'download decodes the part');
 
     const partial = await c.fetchOne('1', { source: { start: 0, maxLength: 10 } });

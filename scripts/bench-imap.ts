@@ -1,0 +1,334 @@
+// IMAP benchmark: the real appliance (startAppliance, real clock) serves one mailbox of `--n` messages
+// (mixed sizes: plain text, multipart/alternative, attachments) to `--sessions` concurrent sessions for
+// `--seconds`, each looping over SELECT, FETCH 1:* (FLAGS ENVELOPE), UID SEARCH, UID FETCH BODY.PEEK[] of a
+// random message, UID STORE of flags and IDLE (ended by DONE after a new delivery or 500 ms), while one
+// message is delivered every 100 ms.
+//
+//   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep]
+//
+// The clients run in a child process (own CPU time, own memory), over implicit TLS, with a small
+// literal-aware client so the figures are the server's, not a client library's parsing. Printed: the time of
+// one FETCH 1:* (FLAGS ENVELOPE) of the whole mailbox on an otherwise idle server (first = cold summary
+// cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
+// server process's RSS before, at peak and after the run (sampled every 100 ms).
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
+
+interface Options {
+  n: number;
+  sessions: number;
+  seconds: number;
+  keep: boolean;
+}
+
+function parseArgs(argv: string[]): Options & { client: boolean; port: number } {
+  const o = { n: 10_000, sessions: 20, seconds: 20, keep: false, client: false, port: 0 };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
+    const value = () => Number(inline ?? argv[++i]);
+    if (flag === '--n') o.n = value();
+    else if (flag === '--sessions') o.sessions = value();
+    else if (flag === '--seconds') o.seconds = value();
+    else if (flag === '--keep') o.keep = true;
+    else if (flag === '--client') o.client = true;
+    else if (flag === '--port') o.port = value();
+    else throw new Error(`unknown option ${flag}`);
+  }
+  if (!(o.n >= 1 && o.sessions >= 1 && o.seconds >= 1)) throw new Error('--n, --sessions, --seconds ≥ 1');
+  return o;
+}
+
+const USER = 'bench@bench.test';
+const PASSWORD = 'bench password 1';
+
+// ---------------------------------------------------------------------------------------------- client
+
+/** A minimal IMAP client: sends tagged commands, reads responses literal-aware, answers continuations. */
+class Client {
+  private buf = Buffer.alloc(0);
+  private pos = 0;
+  private tagN = 0;
+  private waiter: (() => void) | null = null;
+  private constructor(private readonly socket: tls.TLSSocket) {
+    socket.on('data', (d: Buffer) => {
+      this.buf = this.pos ? Buffer.concat([this.buf.subarray(this.pos), d]) : Buffer.concat([this.buf, d]);
+      this.pos = 0;
+      this.waiter?.();
+    });
+    socket.on('error', () => {});
+  }
+
+  static async connect(port: number): Promise<Client> {
+    const socket = tls.connect({ port, host: '127.0.0.1', rejectUnauthorized: false });
+    await new Promise((resolve, reject) => socket.once('secureConnect', resolve).once('error', reject));
+    const c = new Client(socket);
+    await c.readLine();
+    return c;
+  }
+
+  private async more(): Promise<void> {
+    await new Promise<void>((resolve) => (this.waiter = resolve));
+    this.waiter = null;
+  }
+
+  /** The next response line (literals inside it skipped over); '' … */
+  async readLine(): Promise<string> {
+    let line = '';
+    for (;;) {
+      const nl = this.buf.indexOf(0x0a, this.pos);
+      if (nl === -1) {
+        await this.more();
+        continue;
+      }
+      const part = this.buf.toString('latin1', this.pos, nl + 1);
+      this.pos = nl + 1;
+      const m = /\{(\d+)\}\r\n$/.exec(part);
+      if (!m) return line + part;
+      line += part;
+      let need = Number(m[1]);
+      while (need > 0) {
+        const have = this.buf.length - this.pos;
+        if (have === 0) {
+          await this.more();
+          continue;
+        }
+        const take = Math.min(have, need);
+        this.pos += take;
+        need -= take;
+      }
+    }
+  }
+
+  /** Sends a command; resolves with the count of untagged responses when the tagged one arrives. */
+  async run(command: string): Promise<{ status: string; untagged: number }> {
+    const tag = `t${++this.tagN}`;
+    this.socket.write(`${tag} ${command}\r\n`);
+    let untagged = 0;
+    for (;;) {
+      const line = await this.readLine();
+      if (line.startsWith(tag + ' ')) return { status: line.slice(tag.length + 1, tag.length + 3), untagged };
+      if (line.startsWith('*')) untagged++;
+    }
+  }
+
+  /** IDLE until `stop` resolves, then DONE. */
+  async idle(stop: Promise<void>): Promise<void> {
+    const tag = `t${++this.tagN}`;
+    this.socket.write(`${tag} IDLE\r\n`);
+    while (!(await this.readLine()).startsWith('+')) {
+      /* untagged before the continuation */
+    }
+    let ended = false;
+    const reading = (async () => {
+      for (;;) {
+        const line = await this.readLine();
+        if (line.startsWith(tag + ' ')) return;
+        if (!ended && line.includes('EXISTS')) this.onExists?.();
+      }
+    })();
+    await stop;
+    ended = true;
+    this.socket.write('DONE\r\n');
+    await reading;
+  }
+  onExists: (() => void) | null = null;
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+function pct(sorted: number[], p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function clientMain(o: Options & { port: number }): Promise<void> {
+  const send = (m: unknown) => process.send!(m);
+  // One FETCH 1:* (FLAGS ENVELOPE) on an idle server: cold (summaries read from the store), then warm.
+  const solo = await Client.connect(o.port);
+  await solo.run(`LOGIN "${USER}" "${PASSWORD}"`);
+  await solo.run('SELECT INBOX');
+  const fetchAll: number[] = [];
+  let fetched = 0;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const r = await solo.run('FETCH 1:* (FLAGS ENVELOPE)');
+    fetchAll.push(performance.now() - t0);
+    fetched = r.untagged;
+  }
+  solo.close();
+  send({ fetchAll, fetched });
+
+  const lat: Record<string, number[]> = {};
+  const record = (name: string, ms: number) => (lat[name] ??= []).push(ms);
+  const deadline = performance.now() + o.seconds * 1000;
+  let maxUid = o.n;
+  const sessions = await Promise.all(Array.from({ length: o.sessions }, () => Client.connect(o.port)));
+  await Promise.all(sessions.map((c) => c.run(`LOGIN "${USER}" "${PASSWORD}"`)));
+  const started = performance.now();
+  await Promise.all(
+    sessions.map(async (c, i) => {
+      const timed = async (name: string, cmd: string) => {
+        const t0 = performance.now();
+        const r = await c.run(cmd);
+        record(name, performance.now() - t0);
+        return r;
+      };
+      let step = i; // sessions start at different points of the cycle
+      while (performance.now() < deadline) {
+        const uid = 1 + Math.floor(Math.random() * maxUid);
+        switch (step++ % 8) {
+          case 0: {
+            const r = await timed('SELECT', 'SELECT INBOX');
+            void r;
+            break;
+          }
+          case 1:
+            await timed('FETCH 1:* (FLAGS ENVELOPE)', 'FETCH 1:* (FLAGS ENVELOPE)');
+            break;
+          case 2:
+            await timed('UID SEARCH', 'UID SEARCH UNSEEN LARGER 4000 NOT DELETED');
+            break;
+          case 3:
+          case 4:
+            await timed('UID FETCH BODY.PEEK[]', `UID FETCH ${uid} (UID RFC822.SIZE BODY.PEEK[])`);
+            break;
+          case 5:
+            await timed('UID STORE', `UID STORE ${uid} ${Math.random() < 0.5 ? '+' : '-'}FLAGS.SILENT (\\Seen)`);
+            break;
+          case 6:
+            await timed('NOOP', 'NOOP');
+            break;
+          case 7: {
+            const t0 = performance.now();
+            await c.idle(
+              new Promise<void>((resolve) => {
+                const timer = setTimeout(resolve, 500);
+                c.onExists = () => {
+                  clearTimeout(timer);
+                  resolve();
+                };
+              }),
+            );
+            c.onExists = null;
+            record('IDLE (until EXISTS or 500 ms)', performance.now() - t0);
+            maxUid++;
+            break;
+          }
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  for (const c of sessions) c.close();
+  send({ lat, seconds });
+}
+
+// ---------------------------------------------------------------------------------------------- server
+
+function sample(i: number, n: number): Buffer {
+  const id = `<bench.${i}@remote.test>`;
+  const head = [`From: "Sender ${i % 97}" <sender${i % 97}@remote.test>`, `To: ${USER}`, `Cc: team${i % 7}@remote.test`, `Subject: Benchmark message ${i} of ${n}`, `Date: ${new Date(Date.UTC(2026, 0, 1) + i * 60_000).toUTCString()}`, `Message-ID: ${id}`, 'MIME-Version: 1.0'];
+  const text = (bytes: number) => ('Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(Math.ceil(bytes / 57)).slice(0, bytes).match(/.{1,76}/g) ?? []).join('\r\n');
+  const kind = i % 20;
+  if (kind < 13) return Buffer.from([...head, 'Content-Type: text/plain; charset=utf-8', '', text(500 + ((i * 37) % 3500)), ''].join('\r\n'));
+  if (kind < 19)
+    return Buffer.from(
+      [...head, 'Content-Type: multipart/alternative; boundary="alt"', '', '--alt', 'Content-Type: text/plain; charset=utf-8', '', text(2000 + ((i * 13) % 6000)), '--alt', 'Content-Type: text/html; charset=utf-8', '', `<p>${text(4000 + ((i * 7) % 8000))}</p>`, '--alt--', ''].join('\r\n'),
+    );
+  const attachment = Buffer.alloc(20_000 + ((i * 101) % 60_000), i % 251).toString('base64').match(/.{1,76}/g)!.join('\r\n');
+  return Buffer.from(
+    [...head, 'Content-Type: multipart/mixed; boundary="mix"', '', '--mix', 'Content-Type: text/plain; charset=utf-8', '', text(1500), '--mix', 'Content-Type: application/pdf; name="report.pdf"', 'Content-Disposition: attachment; filename="report.pdf"', 'Content-Transfer-Encoding: base64', '', attachment, '--mix--', ''].join('\r\n'),
+  );
+}
+
+async function serverMain(o: Options): Promise<void> {
+  const { loadConfig } = await import('../src/config.js');
+  const { startAppliance } = await import('../src/appliance.js');
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-imap-'));
+  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, imapPort: 0, imapsPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', rateLimits: false });
+  const appliance = await startAppliance({ config });
+  const { ctx } = appliance;
+  const teamId = appliance.bootstrap!.team.id;
+  const now = new Date().toISOString();
+  await ctx.db('domains').insert({ id: 'dom_bench', team_id: teamId, name: 'bench.test', status: 'verified', region: 'eu-west-1', open_tracking: false, click_tracking: false, tls_mode: 'opportunistic', created_at: now, updated_at: now });
+  const account = await ctx.mailstore.createAccount({ teamId, domainId: 'dom_bench', address: USER, password: PASSWORD });
+  console.log(`bench:imap  ${o.n} messages, ${o.sessions} sessions, ${o.seconds} s, node ${process.version}, ${os.cpus().length} CPUs`);
+  let t0 = Date.now();
+  let bytes = 0;
+  for (let i = 0; i < o.n; i += 200) {
+    const batch = [];
+    for (let j = i; j < Math.min(o.n, i + 200); j++) {
+      const raw = sample(j + 1, o.n);
+      bytes += raw.length;
+      batch.push(ctx.mailstore.deliver(raw, [{ mailboxId: account.id }]));
+    }
+    await Promise.all(batch);
+  }
+  console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  global.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  let peakRss = rssBefore;
+  const samples: number[] = [];
+  const sampler = setInterval(() => {
+    const rss = process.memoryUsage().rss;
+    samples.push(rss);
+    peakRss = Math.max(peakRss, rss);
+  }, 100);
+  let delivering: NodeJS.Timeout | null = null;
+  let extra = 0;
+  const child = fork(fileURLToPath(import.meta.url), ['--client', '--port', String(appliance.ports.imaps.port), '--n', String(o.n), '--sessions', String(o.sessions), '--seconds', String(o.seconds)], { execArgv: ['--import', 'tsx'] });
+  const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+  await new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
+    child.on('message', (m: { fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+      if (m.fetchAll) {
+        const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
+        console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm`);
+        t0 = Date.now();
+        delivering = setInterval(() => void ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]), 100);
+      }
+      if (m.lat) {
+        if (delivering) clearInterval(delivering);
+        console.log(`mixed run: ${o.sessions} sessions for ${m.seconds!.toFixed(1)} s, ${extra} deliveries meanwhile`);
+        console.log('command                              ops/s     p50 ms    p99 ms');
+        for (const [name, list] of Object.entries(m.lat)) {
+          list.sort((a, b) => a - b);
+          console.log(`${name.padEnd(36)} ${(list.length / m.seconds!).toFixed(1).padStart(6)} ${pct(list, 50).toFixed(1).padStart(10)} ${pct(list, 99).toFixed(1).padStart(9)}`);
+        }
+      }
+    });
+  });
+  clearInterval(sampler);
+  global.gc?.();
+  const tail = samples.slice(-10);
+  const half = Math.floor(samples.length / 2);
+  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  console.log(`server RSS: ${mb(rssBefore)} before, peak ${mb(peakRss)}, ${mb(avg(samples.slice(0, half)))} avg first half, ${mb(avg(samples.slice(half)))} avg second half, ${mb(avg(tail))} at the end`);
+  await appliance.stop();
+  if (!o.keep) rmSync(dataDir, { recursive: true, force: true });
+  else console.log(`data kept in ${dataDir}`);
+}
+
+const opts = parseArgs(process.argv.slice(2));
+if (opts.client) {
+  clientMain(opts).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+} else {
+  serverMain(opts).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
