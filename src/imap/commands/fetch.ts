@@ -143,6 +143,17 @@ export const FETCH: CommandSpec<'FETCH'> = {
     let positions = view.positions(cmd.set, cmd.uid);
     if (cmd.changedSince !== null) positions = positions.filter((p) => view.meta(p).modseq > cmd.changedSince!);
     const cache = s.deps.summaries;
+    // Responses are gathered into writes of about 64 KiB: one TLS record per message would cost more than
+    // building the response. Each write waits for the socket to drain (bounded memory per connection).
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      if (!pendingBytes) return;
+      const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+      pending = [];
+      pendingBytes = 0;
+      await s.client.write(data);
+    };
     for (let b = 0; b < positions.length; b += FETCH_BATCH) {
       const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
       // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks.
@@ -184,9 +195,13 @@ export const FETCH: CommandSpec<'FETCH'> = {
             }
           }
         }
-        await s.client.write(renderMessage(s, view, meta, items, summary, raw, tree, changedFlags.has(uid)));
+        const response = renderMessage(s, view, meta, items, summary, raw, tree, changedFlags.has(uid));
+        pending.push(response);
+        pendingBytes += response.length;
+        if (pendingBytes >= 65536) await flush();
       }
     }
+    await flush();
     return ok(`${cmd.uid ? 'UID ' : ''}FETCH completed`);
   },
 };
