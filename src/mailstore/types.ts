@@ -236,6 +236,7 @@ export interface MailStore {
   resolveAddress(address: string): Promise<Resolution>;
 
   // Delivery: the raw source is stored once however many targets; one transaction for all targets.
+  // Targets naming the same mailbox and folder twice are stored once (flags merged); a missing folder is created.
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
   // Folders
