@@ -140,7 +140,7 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
 
     const blobRows = [...blobs.values()]
       .filter((b) => b.refs > 0)
-      .map((b) => ({ id: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
+      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
     // Sources are large: statements of at most ~8 MB of them (and at most 50 rows).
     for (let i = 0; i < blobRows.length; ) {
       let bytes = 0;
@@ -148,7 +148,7 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       while (j < blobRows.length && j - i < 50 && (j === i || bytes + blobRows[j]!.size <= 8 * 1024 * 1024)) bytes += blobRows[j++]!.size;
       await trx('mail_blobs')
         .insert(blobRows.slice(i, j))
-        .onConflict('id')
+        .onConflict('sha256')
         .merge({ refcount: trx.raw('mail_blobs.refcount + excluded.refcount') });
       i = j;
     }

@@ -124,7 +124,7 @@ export function createMessageOps(core: Core) {
 
     async readMessage(folderId: number, uid: number): Promise<Buffer | null> {
       const row = (await core.reads('mail_messages as m')
-        .join('mail_blobs as b', 'b.id', 'm.blob_id')
+        .join('mail_blobs as b', 'b.sha256', 'm.blob_id')
         .where({ 'm.folder_id': folderId, 'm.uid': uid })
         .first('b.raw')) as { raw: Buffer } | undefined;
       return row?.raw ?? null;

@@ -28,7 +28,7 @@ t.test('a message to 50 local recipients is stored once', async (t) => {
     ids.map((mailboxId) => ({ mailboxId })),
   );
   t.equal(copies.length, 50);
-  const blobs = (await ctx.db('mail_blobs').select('id', 'refcount', 'size')) as Array<{ id: string; refcount: number; size: number }>;
+  const blobs = (await ctx.db('mail_blobs').select('sha256', 'refcount', 'size')) as Array<{ sha256: string; refcount: number; size: number }>;
   t.equal(blobs.length, 1, 'one blob');
   t.equal(blobs[0]!.refcount, 50);
   t.equal(blobs[0]!.size, raw.length);
@@ -170,7 +170,7 @@ t.test('copy and move keep flags and blobs; COPYUID pairs', async (t) => {
   // Expunge everything: blobs go away with their last reference.
   await store.expunge(inbox.id, [1]);
   await store.expunge(archive.id, [1, 2, 3, 4]);
-  t.same(await ctx.db('mail_blobs').select('id'), [], 'no orphan blobs');
+  t.same(await ctx.db('mail_blobs').select('sha256'), [], 'no orphan blobs');
   t.equal((await store.getAccount(a))!.usedBytes, 0);
 });
 

@@ -35,10 +35,12 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['mailbox_id', 'path']);
   });
 
-  // Raw RFC 5322 sources, once per content (hex SHA-256). `refcount` = number of message rows pointing
-  // here; 0 → deleted in the same transaction that dropped the last reference.
+  // Raw RFC 5322 sources, once per content (hex SHA-256 in `sha256`). `refcount` = number of message rows
+  // pointing here; 0 → deleted in the same transaction that dropped the last reference. Keyed by the
+  // implicit ascending rowid, so new sources are appended instead of inserted at random places of a B-tree
+  // keyed by their hash (only the small unique index on `sha256` takes random inserts).
   await knex.schema.createTable('mail_blobs', (t) => {
-    t.string('id').primary();
+    t.string('sha256').notNullable().unique();
     t.integer('size').notNullable();
     t.integer('refcount').notNullable();
     t.string('created_at').notNullable();
