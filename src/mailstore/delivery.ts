@@ -81,9 +81,18 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
   return {
     async deliver(raw, targets, opts = {}) {
       if (targets.length === 0) return [];
+      // The same mailbox and folder named twice (a recipient and an alias of it) gets one copy, with the union of the flags.
+      const merged = new Map<string, { mailboxId: number; path: string; flags: string[] }>();
+      for (const t of targets) {
+        const target = { mailboxId: t.mailboxId, path: normalizePath(t.folder ?? 'INBOX'), flags: normalizeFlags(t.flags ?? []) };
+        const key = folderKey(target.mailboxId, target.path);
+        const seen = merged.get(key);
+        if (seen) seen.flags = normalizeFlags([...seen.flags, ...target.flags]);
+        else merged.set(key, target);
+      }
       const item: Item = {
         ...prepare(raw, opts.internalDate),
-        targets: targets.map((t) => ({ mailboxId: t.mailboxId, path: normalizePath(t.folder ?? 'INBOX'), flags: normalizeFlags(t.flags ?? []) })),
+        targets: [...merged.values()],
         onQuota: opts.onQuota ?? 'fail',
         createFolders: true,
       };
@@ -131,13 +140,17 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
 
     const blobRows = [...blobs.values()]
       .filter((b) => b.refs > 0)
-      .map((b) => ({ id: b.item.blobId, raw: b.item.raw, size: b.item.size, summary: b.item.summary, refcount: b.refs, created_at: nowIso(core) }));
-    // Sources are large: a few per statement.
-    for (let i = 0; i < blobRows.length; i += 50) {
+      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
+    // Sources are large: statements of at most ~8 MB of them (and at most 50 rows).
+    for (let i = 0; i < blobRows.length; ) {
+      let bytes = 0;
+      let j = i;
+      while (j < blobRows.length && j - i < 50 && (j === i || bytes + blobRows[j]!.size <= 8 * 1024 * 1024)) bytes += blobRows[j++]!.size;
       await trx('mail_blobs')
-        .insert(blobRows.slice(i, i + 50))
-        .onConflict('id')
+        .insert(blobRows.slice(i, j))
+        .onConflict('sha256')
         .merge({ refcount: trx.raw('mail_blobs.refcount + excluded.refcount') });
+      i = j;
     }
     await insertRows(trx, 'mail_messages', messages);
     await insertRows(trx, 'mail_changes', changes);
@@ -204,7 +217,7 @@ async function place(
     f.modseq = modseq;
     f.dirty = true;
     m.used += item.size;
-    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId });
+    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary });
     const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
     changes.push(changeRow(m.id, change));
     pending.push({ mailboxId: m.id, change });

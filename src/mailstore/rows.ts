@@ -52,8 +52,12 @@ export interface MessageRow {
   internal_date: string;
   size: number;
   blob_id: string;
+  /** JSON MessageSummary; selected only when asked for. */
   summary?: string;
 }
+
+/** The columns of MessageMeta (without the summary). */
+export const META_COLUMNS = ['folder_id', 'uid', 'modseq', 'flags', 'internal_date', 'size', 'blob_id'] as const;
 
 export interface ChangeRow {
   mailbox_id: number;
@@ -275,11 +279,11 @@ export async function adjustBlobRefs(trx: Tx, deltas: Map<string, number>): Prom
       return 'WHEN ? THEN ?';
     });
     const ids = chunk.map(([id]) => id);
-    await trx.raw(`UPDATE mail_blobs SET refcount = refcount + CASE id ${whens.join(' ')} END WHERE id IN (${ids.map(() => '?').join(',')})`, [
+    await trx.raw(`UPDATE mail_blobs SET refcount = refcount + CASE sha256 ${whens.join(' ')} END WHERE sha256 IN (${ids.map(() => '?').join(',')})`, [
       ...bindings,
       ...ids,
     ]);
-    if (chunk.some(([, d]) => d < 0)) await trx('mail_blobs').whereIn('id', ids).andWhere('refcount', '<=', 0).delete();
+    if (chunk.some(([, d]) => d < 0)) await trx('mail_blobs').whereIn('sha256', ids).andWhere('refcount', '<=', 0).delete();
   }
 }
 

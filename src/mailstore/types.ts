@@ -51,6 +51,8 @@ export interface CreateAccountInput {
   password: string;
   displayName?: string | null;
   quotaBytes?: number;
+  /** Refuse with `forbidden` when the team already has this many live accounts (checked in the insert's transaction). */
+  maxAccountsPerTeam?: number;
 }
 
 export interface Folder {
@@ -234,6 +236,7 @@ export interface MailStore {
   resolveAddress(address: string): Promise<Resolution>;
 
   // Delivery: the raw source is stored once however many targets; one transaction for all targets.
+  // Targets naming the same mailbox and folder twice are stored once (flags merged); a missing folder is created.
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
   // Folders
