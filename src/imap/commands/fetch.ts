@@ -154,17 +154,29 @@ export const FETCH: CommandSpec<'FETCH'> = {
       pendingBytes = 0;
       await s.client.write(data);
     };
-    for (let b = 0; b < positions.length; b += FETCH_BATCH) {
-      const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
-      // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks.
-      if (needs.envelope && !needs.structure && !needs.raw) {
-        const missing = batch.filter((uid) => !cache.get(view.metas.get(uid)!.blobId)?.envelope);
-        if (missing.length) {
-          for (const m of await s.store.listMessages(view.folderId, { uids: missing, withSummary: true })) {
-            if (m.summary) cache.set(m.blobId, { ...cache.get(m.blobId), envelope: envelopeFromSummary(m.summary) });
-          }
+    // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks, read once for the
+    // command (one range scan of the folder when most of it is asked for).
+    const envelopes = new Map<number, string>();
+    if (needs.envelope && !needs.structure && !needs.raw) {
+      const missing: number[] = [];
+      for (const p of positions) {
+        const uid = view.uids[p]!;
+        const meta = view.metas.get(uid);
+        if (meta && !cache.get(meta.blobId)?.envelope) missing.push(uid);
+      }
+      if (missing.length) {
+        const whole = missing.length > 1000 && missing.length * 2 > view.count;
+        const metas = await s.store.listMessages(view.folderId, whole ? { withSummary: true } : { uids: missing, withSummary: true });
+        for (const m of metas) {
+          if (!m.summary) continue;
+          const envelope = envelopeFromSummary(m.summary);
+          envelopes.set(m.uid, envelope);
+          cache.set(m.blobId, { ...cache.get(m.blobId), envelope });
         }
       }
+    }
+    for (let b = 0; b < positions.length; b += FETCH_BATCH) {
+      const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();
       if (needs.setSeen) {
@@ -181,6 +193,8 @@ export const FETCH: CommandSpec<'FETCH'> = {
         const meta = view.metas.get(uid);
         if (!meta) continue;
         let summary = cache.get(meta.blobId);
+        const fresh = envelopes.get(uid);
+        if (fresh && !summary?.envelope) summary = { ...summary, envelope: fresh };
         let raw: Buffer | null = null;
         let tree: MimeNode | null = null;
         const wantStructure = needs.structure && !summary?.bodystructure;
