@@ -17,6 +17,14 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+
+/** A full garbage collection (for heap figures that show retained memory, not garbage not yet collected). */
+function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}
 
 interface Options {
   n: number;
@@ -272,7 +280,8 @@ async function serverMain(o: Options): Promise<void> {
   }
   console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  global.gc?.();
+  collectGarbage();
+  const heapBefore = process.memoryUsage().heapUsed;
   const rssBefore = process.memoryUsage().rss;
   let peakRss = rssBefore;
   const samples: number[] = [];
@@ -283,6 +292,7 @@ async function serverMain(o: Options): Promise<void> {
   }, 100);
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
+  const inFlight = new Set<Promise<unknown>>();
   const child = fork(fileURLToPath(import.meta.url), ['--client', '--port', String(appliance.ports.imaps.port), '--n', String(o.n), '--sessions', String(o.sessions), '--seconds', String(o.seconds)], { execArgv: ['--import', 'tsx'] });
   const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
   await new Promise<void>((resolve, reject) => {
@@ -293,7 +303,11 @@ async function serverMain(o: Options): Promise<void> {
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
         console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm`);
         t0 = Date.now();
-        delivering = setInterval(() => void ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]), 100);
+        delivering = setInterval(() => {
+          const p = ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]);
+          inFlight.add(p);
+          void p.finally(() => inFlight.delete(p));
+        }, 100);
       }
       if (m.lat) {
         if (delivering) clearInterval(delivering);
@@ -307,11 +321,14 @@ async function serverMain(o: Options): Promise<void> {
     });
   });
   clearInterval(sampler);
-  global.gc?.();
+  await Promise.all(inFlight);
+  collectGarbage();
+  const heapAfter = process.memoryUsage().heapUsed;
   const tail = samples.slice(-10);
   const half = Math.floor(samples.length / 2);
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   console.log(`server RSS: ${mb(rssBefore)} before, peak ${mb(peakRss)}, ${mb(avg(samples.slice(0, half)))} avg first half, ${mb(avg(samples.slice(half)))} avg second half, ${mb(avg(tail))} at the end`);
+  console.log(`server JS heap after a full GC: ${mb(heapBefore)} before the run, ${mb(heapAfter)} after (sessions closed)`);
   await appliance.stop();
   if (!o.keep) rmSync(dataDir, { recursive: true, force: true });
   else console.log(`data kept in ${dataDir}`);

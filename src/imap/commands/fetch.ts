@@ -9,7 +9,7 @@ import type { FetchItem } from '../protocol/fetch-items.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
 import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
-import type { SelectedMailbox, Session } from '../session.js';
+import type { Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
 import { bad, ok, SELECTED, type CommandSpec } from './types.js';
 
@@ -37,93 +37,120 @@ function needsOf(items: FetchItem[], readOnly: boolean): Needs {
   return n;
 }
 
-function literal(data: Buffer): Buffer[] {
-  return [Buffer.from(`{${data.length}}\r\n`), data];
+/** Items without repeats (a client may name one twice; it is answered once). */
+function dedupe(items: FetchItem[]): FetchItem[] {
+  const seen = new Set<string>();
+  return items.filter((it) => {
+    const key = it.kind === 'simple' ? it.name : `${it.peek ? 'P' : ''}${it.label}<${it.partial?.start ?? ''}>`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
-/** Writes `* n FETCH (...)` for one message as one unit. */
-function renderMessage(s: Session, view: SelectedMailbox, meta: MessageMeta, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): Buffer {
-  const out: Buffer[] = [];
-  let text = `* ${view.seqOf(meta.uid)} FETCH (`;
-  let first = true;
-  const sep = () => {
-    if (!first) text += ' ';
-    first = false;
-  };
-  const push = (s2: string) => {
-    sep();
-    text += s2;
-  };
-  const pushLiteral = (label: string, data: Buffer | null) => {
-    sep();
-    text += label + ' ';
-    if (data === null) {
-      text += 'NIL';
-      return;
-    }
-    out.push(Buffer.from(text, 'utf8'));
-    text = '';
-    out.push(...literal(data));
-  };
-  const seen = new Set<string>();
+/** Output of one FETCH, gathered into writes of about 64 KiB (one TLS record per message would cost more
+ *  than building the response); each write waits for the socket to drain, so memory stays bounded. */
+class FetchOutput {
+  private text = '';
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  constructor(private readonly s: Session) {}
+
+  addText(t: string): void {
+    this.text += t;
+    this.bytes += t.length;
+  }
+
+  addBytes(b: Buffer): void {
+    if (this.text) this.chunks.push(Buffer.from(this.text, 'utf8'));
+    this.text = '';
+    this.chunks.push(b);
+    this.bytes += b.length;
+  }
+
+  get full(): boolean {
+    return this.bytes >= 65536;
+  }
+
+  async flush(): Promise<void> {
+    if (!this.bytes) return;
+    if (this.text) this.chunks.push(Buffer.from(this.text, 'utf8'));
+    const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.text = '';
+    this.chunks = [];
+    this.bytes = 0;
+    await this.s.client.write(data);
+  }
+}
+
+/** Appends `* seq FETCH (...)` for one message. */
+function renderMessage(out: FetchOutput, seq: number, meta: MessageMeta, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
+  let text = `* ${seq} FETCH (`;
   let flagsSent = false;
-  for (const it of items) {
-    const key = it.kind === 'simple' ? it.name : `${it.section.path.join('.')}${it.label}${it.partial?.start ?? ''}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    if (i) text += ' ';
+    let label: string;
+    let data: Buffer | null;
     if (it.kind === 'simple') {
       switch (it.name) {
         case 'UID':
-          push(`UID ${meta.uid}`);
-          break;
+          text += `UID ${meta.uid}`;
+          continue;
         case 'FLAGS':
-          push(`FLAGS (${meta.flags.join(' ')})`);
+          text += `FLAGS (${meta.flags.join(' ')})`;
           flagsSent = true;
-          break;
+          continue;
         case 'INTERNALDATE':
-          push(`INTERNALDATE ${formatInternalDate(meta.internalDate)}`);
-          break;
+          text += `INTERNALDATE ${formatInternalDate(meta.internalDate)}`;
+          continue;
         case 'RFC822.SIZE':
-          push(`RFC822.SIZE ${meta.size}`);
-          break;
+          text += `RFC822.SIZE ${meta.size}`;
+          continue;
         case 'MODSEQ':
-          push(`MODSEQ (${meta.modseq})`);
-          break;
+          text += `MODSEQ (${meta.modseq})`;
+          continue;
         case 'ENVELOPE':
-          push(`ENVELOPE ${summary?.envelope ?? 'NIL'}`);
-          break;
+          text += `ENVELOPE ${summary?.envelope ?? 'NIL'}`;
+          continue;
         case 'BODY':
-          push(`BODY ${summary?.body ?? 'NIL'}`);
-          break;
+          text += `BODY ${summary?.body ?? 'NIL'}`;
+          continue;
         case 'BODYSTRUCTURE':
-          push(`BODYSTRUCTURE ${summary?.bodystructure ?? 'NIL'}`);
-          break;
+          text += `BODYSTRUCTURE ${summary?.bodystructure ?? 'NIL'}`;
+          continue;
         case 'RFC822':
-          pushLiteral('RFC822', raw);
+          label = 'RFC822';
+          data = raw;
           break;
         case 'RFC822.HEADER':
-          pushLiteral('RFC822.HEADER', raw && tree ? raw.subarray(tree.start, tree.bodyStart) : null);
+          label = 'RFC822.HEADER';
+          data = raw && tree ? raw.subarray(tree.start, tree.bodyStart) : null;
           break;
         case 'RFC822.TEXT':
-          pushLiteral('RFC822.TEXT', raw && tree ? raw.subarray(tree.bodyStart, tree.end) : null);
+          label = 'RFC822.TEXT';
+          data = raw && tree ? raw.subarray(tree.bodyStart, tree.end) : null;
           break;
       }
     } else {
-      let data = raw && tree ? (sectionBytes(raw, tree, it.section) ?? Buffer.alloc(0)) : null;
-      let label = `BODY[${it.label}]`;
+      data = raw && tree ? (sectionBytes(raw, tree, it.section) ?? Buffer.alloc(0)) : null;
+      label = `BODY[${it.label}]`;
       if (it.partial && data) {
         label += `<${it.partial.start}>`;
         data = it.partial.start >= data.length ? Buffer.alloc(0) : data.subarray(it.partial.start, it.partial.start + it.partial.length);
       }
-      pushLiteral(label, data);
+    }
+    if (data === null) {
+      text += `${label} NIL`;
+    } else {
+      out.addText(`${text}${label} {${data.length}}\r\n`);
+      out.addBytes(data);
+      text = '';
     }
   }
   // RFC 3501 §6.4.5: an implicit \Seen change is reported in the same response.
-  if (flagsChanged && !flagsSent) push(`FLAGS (${meta.flags.join(' ')})`);
-  text += ')\r\n';
-  out.push(Buffer.from(text, 'utf8'));
-  void s;
-  return Buffer.concat(out);
+  if (flagsChanged && !flagsSent) text += ` FLAGS (${meta.flags.join(' ')})`;
+  out.addText(text + ')\r\n');
 }
 
 export const FETCH: CommandSpec<'FETCH'> = {
@@ -133,27 +160,18 @@ export const FETCH: CommandSpec<'FETCH'> = {
     await s.sync(false);
     const view = s.selected!;
     if (!cmd.uid && seqOutOfRange(cmd.set, view.count)) return bad('Invalid message sequence number');
-    const items = [...cmd.items];
+    let items = [...cmd.items];
     if (cmd.uid && !items.some((i) => i.kind === 'simple' && i.name === 'UID')) items.unshift({ kind: 'simple', name: 'UID' });
     if (cmd.changedSince !== null || items.some((i) => i.kind === 'simple' && i.name === 'MODSEQ')) {
       s.condstore = true;
       if (!items.some((i) => i.kind === 'simple' && i.name === 'MODSEQ')) items.push({ kind: 'simple', name: 'MODSEQ' });
     }
+    items = dedupe(items);
     const needs = needsOf(items, view.readOnly);
     let positions = view.positions(cmd.set, cmd.uid);
     if (cmd.changedSince !== null) positions = positions.filter((p) => view.meta(p).modseq > cmd.changedSince!);
     const cache = s.deps.summaries;
-    // Responses are gathered into writes of about 64 KiB: one TLS record per message would cost more than
-    // building the response. Each write waits for the socket to drain (bounded memory per connection).
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const flush = async () => {
-      if (!pendingBytes) return;
-      const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
-      pending = [];
-      pendingBytes = 0;
-      await s.client.write(data);
-    };
+    const out = new FetchOutput(s);
     // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks, read once for the
     // command (one range scan of the folder when most of it is asked for).
     const envelopes = new Map<number, string>();
@@ -209,13 +227,11 @@ export const FETCH: CommandSpec<'FETCH'> = {
             }
           }
         }
-        const response = renderMessage(s, view, meta, items, summary, raw, tree, changedFlags.has(uid));
-        pending.push(response);
-        pendingBytes += response.length;
-        if (pendingBytes >= 65536) await flush();
+        renderMessage(out, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
+        if (out.full) await out.flush();
       }
     }
-    await flush();
+    await out.flush();
     return ok(`${cmd.uid ? 'UID ' : ''}FETCH completed`);
   },
 };
