@@ -1,5 +1,6 @@
 // ENVELOPE/BODY/BODYSTRUCTURE text per message content (blob id), so repeated FETCHes do no MIME parsing.
-// One per server (made by the composition root), bounded, least recently used dropped first.
+// One per server (made by the composition root), bounded: the oldest entry is dropped first (insertion
+// order; a lookup does not reorder, so a FETCH of 10,000 messages costs 10,000 plain map reads).
 import { SUMMARY_CACHE_ENTRIES } from './protocol/limits.js';
 import type { FetchSummary } from './mime/structure.js';
 
@@ -11,12 +12,7 @@ export class SummaryCache {
   constructor(private readonly capacity = SUMMARY_CACHE_ENTRIES) {}
 
   get(blobId: string): CachedSummary | undefined {
-    const v = this.map.get(blobId);
-    if (v) {
-      this.map.delete(blobId);
-      this.map.set(blobId, v);
-    }
-    return v;
+    return this.map.get(blobId);
   }
 
   set(blobId: string, summary: CachedSummary): void {
