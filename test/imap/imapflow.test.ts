@@ -66,6 +66,12 @@ t.test('imapflow', async (t) => {
     t.ok(c.enabled.has('CONDSTORE'), 'ENABLE CONDSTORE');
   });
 
+  await t.test('AUTHENTICATE PLAIN as imapflow sends it', async (t) => {
+    const c3 = await f.client(bob.address, undefined, { loginMethod: 'AUTH=PLAIN' });
+    t.ok(c3.authenticated);
+    await c3.logout();
+  });
+
   await t.test('implicit TLS port', async (t) => {
     const c2 = await f.client(bob.address, undefined, { implicit: true });
     t.ok(c2.usable);

@@ -15,7 +15,7 @@ export interface ImapFixture {
   imapsPort: number;
   account(local: string, opts?: { quotaBytes?: number; password?: string }): Promise<{ id: number; address: string; password: string }>;
   /** An imapflow client logged in as the account (STARTTLS on the plain port unless `implicit`). */
-  client(address: string, password?: string, opts?: { implicit?: boolean }): Promise<ImapFlow>;
+  client(address: string, password?: string, opts?: { implicit?: boolean; loginMethod?: string }): Promise<ImapFlow>;
   raw(opts?: { implicit?: boolean }): Promise<RawClient>;
 }
 
@@ -50,7 +50,7 @@ export async function setupImap(t: Test, opts: TestAppOptions = {}): Promise<Ima
         port: o.implicit ? app.appliance.ports.imaps.port : app.appliance.ports.imap.port,
         secure: Boolean(o.implicit),
         tls: { rejectUnauthorized: false },
-        auth: { user: address, pass: password },
+        auth: { user: address, pass: password, ...(o.loginMethod ? { loginMethod: o.loginMethod } : {}) },
         logger: false,
         disableAutoIdle: true,
       });

@@ -12,20 +12,35 @@ export const IDLE: CommandSpec<'IDLE'> = {
   async handle(s) {
     if (s.selected) await s.sync(true);
     let timer: NodeJS.Timeout | null = null;
-    let pushing: Promise<void> = Promise.resolve();
+    let pushing: Promise<void> | null = null;
+    let again = false;
+    // Changes are gathered for a moment, then pushed (EXPUNGE included: RFC 2177 allows every update). One
+    // push at a time: changes arriving meanwhile are picked up by one more pass, so a client that stops
+    // reading holds at most one pending push, not one per change.
+    const push = async () => {
+      do {
+        again = false;
+        await s.sync(true);
+      } while (again && s.onDirty);
+    };
     s.onDirty = () => {
+      if (pushing) {
+        again = true;
+        return;
+      }
       if (timer) return;
-      // Changes are gathered for a moment, then pushed (EXPUNGE included: RFC 2177 allows every update).
       timer = setTimeout(() => {
         timer = null;
-        pushing = pushing.then(() => s.sync(true)).catch((err: unknown) => s.deps.log.warn({ err }, 'imap idle push failed'));
+        pushing = push()
+          .catch((err: unknown) => s.deps.log.warn({ err }, 'imap idle push failed'))
+          .finally(() => (pushing = null));
       }, IDLE_PUSH_DELAY_MS);
     };
     if (s.hasChanges) s.onDirty();
     const line = await s.client.continuation('idling');
     s.onDirty = null;
     if (timer) clearTimeout(timer);
-    await pushing;
+    if (pushing) await pushing;
     if (line === null) return bad('Connection closed');
     if (line.trim().toUpperCase() !== 'DONE') return bad('Expected DONE');
     return ok('IDLE terminated');

@@ -193,7 +193,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
         }
       }
     }
-    for (let b = 0; b < positions.length; b += FETCH_BATCH) {
+    for (let b = 0; b < positions.length && s.state !== 'logout'; b += FETCH_BATCH) {
       const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();

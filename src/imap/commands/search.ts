@@ -96,7 +96,7 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
     const maxUid = view.count ? view.uids[view.count - 1]! : 0;
     const hits: number[] = [];
     let highest = 0;
-    for (let b = 0; b < view.count; b += FETCH_BATCH) {
+    for (let b = 0; b < view.count && s.state !== 'logout'; b += FETCH_BATCH) {
       for (let i = b; i < Math.min(view.count, b + FETCH_BATCH); i++) {
         const meta = view.meta(i);
         const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
