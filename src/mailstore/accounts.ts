@@ -40,12 +40,16 @@ export function createAccountOps(core: Core) {
 
   async function aliasesWithTargets(rows: AliasRow[]): Promise<Alias[]> {
     if (rows.length === 0) return [];
-    const targets = (await core.reads('mail_alias_targets')
+    // Deleted mailboxes drop out of their aliases.
+    const targets = (await core.reads('mail_alias_targets as t')
+      .join('mailboxes as m', 'm.id', 't.mailbox_id')
+      .whereNull('m.deleted_at')
       .whereIn(
-        'alias_id',
+        't.alias_id',
         rows.map((r) => r.id),
       )
-      .orderBy('mailbox_id')) as Array<{ alias_id: number; mailbox_id: number }>;
+      .orderBy('t.mailbox_id')
+      .select('t.alias_id', 't.mailbox_id')) as Array<{ alias_id: number; mailbox_id: number }>;
     return rows.map((r) => ({
       id: r.id,
       teamId: r.team_id,
