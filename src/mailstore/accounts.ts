@@ -142,6 +142,19 @@ export function createAccountOps(core: Core) {
       if (n === 0) throw new MailStoreError(`Mailbox ${id} not found`, 'not_found');
     },
 
+    /**
+     * Removes up to `limit` accounts soft-deleted before `deletedBefore`, with everything they hold (the
+     * cascade takes folders, messages, changes, shares, filters and alias targets; the triggers release the
+     * sources). One transaction per account. Answers how many went.
+     */
+    async purgeDeletedAccounts(deletedBefore: Date, limit = 10): Promise<number> {
+      const ids = ((await core.db('mailboxes').where('deleted_at', '<', deletedBefore.toISOString()).orderBy('id').limit(limit).select('id')) as Array<{ id: number }>).map(
+        (r) => r.id,
+      );
+      for (const id of ids) await core.db.transaction((trx) => trx('mailboxes').where({ id }).whereNotNull('deleted_at').delete());
+      return ids.length;
+    },
+
     async updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount> {
       const update: Partial<MailboxRow> = { updated_at: nowIso(core) };
       if (patch.displayName !== undefined) update.display_name = patch.displayName;
