@@ -138,18 +138,16 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       }
     }
 
+    // Sources first (refcount 0; the message rows' trigger counts them), in statements of at most ~8 MB
+    // and 50 rows. An existing source is left as it is.
     const blobRows = [...blobs.values()]
       .filter((b) => b.refs > 0)
-      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
-    // Sources are large: statements of at most ~8 MB of them (and at most 50 rows).
+      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: 0, created_at: nowIso(core), raw: b.item.raw }));
     for (let i = 0; i < blobRows.length; ) {
       let bytes = 0;
       let j = i;
       while (j < blobRows.length && j - i < 50 && (j === i || bytes + blobRows[j]!.size <= 8 * 1024 * 1024)) bytes += blobRows[j++]!.size;
-      await trx('mail_blobs')
-        .insert(blobRows.slice(i, j))
-        .onConflict('sha256')
-        .merge({ refcount: trx.raw('mail_blobs.refcount + excluded.refcount') });
+      await trx('mail_blobs').insert(blobRows.slice(i, j)).onConflict('sha256').ignore();
       i = j;
     }
     await insertRows(trx, 'mail_messages', messages);

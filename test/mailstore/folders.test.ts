@@ -97,3 +97,17 @@ t.test('subscribe', async (t) => {
   t.equal((await store.getFolder(a, 'Junk'))!.subscribed, true);
   t.equal(await code(store.setSubscribed(a, 'Nope', true)), 'not_found');
 });
+
+t.test("deleting a domain (cascade) releases the mailboxes' sources", async (t) => {
+  const { store, account, ctx, domainId } = await setupStore(t);
+  const a = await account('a');
+  const b = await account('b');
+  const shared = message();
+  await store.deliver(shared, [{ mailboxId: a }, { mailboxId: b }]);
+  await store.deliver(message(), [{ mailboxId: a }]);
+  t.equal(((await ctx.db('mail_blobs').select('sha256')) as unknown[]).length, 2);
+  await ctx.db('domains').where({ id: domainId }).delete();
+  t.same(await ctx.db('mail_blobs').select('sha256'), [], 'no orphan sources');
+  t.same(await ctx.db('mail_messages').select('uid'), []);
+  t.same(await store.resolveAddress('a@example.com'), { kind: 'none' });
+});
