@@ -47,7 +47,7 @@ export interface ClientChannel {
   secure: boolean;
 }
 
-/** RFC 7162 §3.1: the shared-namespace prefix for mailboxes other accounts share with this one. */
+/** RFC 2342: the shared-namespace prefix for mailboxes other accounts share with this one. */
 export const SHARED_PREFIX = 'Shared';
 
 export class SelectedMailbox {

@@ -27,13 +27,8 @@ t.test('raw protocol', async (t) => {
     t.match(await c.command('a3', 'AUTHENTICATE PLAIN'), /^a3 NO \[PRIVACYREQUIRED\]/m);
     t.match(await c.command('a4', 'SELECT INBOX'), /^a4 BAD /m, 'a command of another state is BAD');
     t.match(await c.command('a5', 'NOOP'), /^a5 OK/m);
-    // STARTTLS with a command pipelined behind it: the plaintext command is dropped (RFC 3501 §6.2.1).
-    c.send('s1 STARTTLS\r\nx1 NOOP\r\n');
-    await c.waitFor(/^s1 OK[^\n]*\n/m);
-    const secure = c as unknown as { socket: import('node:net').Socket };
-    void secure;
-    await c.command('a0', 'NOOP').catch(() => '');
     c.destroy();
+    // STARTTLS with a command pipelined behind it: the plaintext command is dropped (RFC 3501 §6.2.1).
     const d = await f.raw();
     d.send('s1 STARTTLS\r\nx1 LOGOUT\r\n');
     await d.waitFor(/^s1 OK[^\n]*\n/m);
@@ -47,7 +42,10 @@ t.test('raw protocol', async (t) => {
     upgraded.on('data', (b: Buffer) => (seen += b.toString()));
     upgraded.write('x2 CAPABILITY\r\n');
     await new Promise<void>((resolve) => {
-      const check = () => (/^x2 OK/m.test(seen) ? resolve() : setTimeout(check, 10));
+      const check = () => {
+        if (/^x2 OK/m.test(seen)) resolve();
+      };
+      upgraded.on('data', check);
       check();
     });
     t.notMatch(seen, /x1|BYE/, 'the injected LOGOUT was never run');

@@ -6,7 +6,7 @@ import { SmtpGuards } from '../../src/limits/smtp-guards.js';
 import { ImapServer } from '../../src/imap/server.js';
 import { SummaryCache } from '../../src/imap/summary-cache.js';
 import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES } from '../../src/imap/protocol/limits.js';
-import { message, PASSWORD, RawClient, setupImap } from './setup.js';
+import { PASSWORD, RawClient, setupImap } from './setup.js';
 
 t.test('limits and malformed input', async (t) => {
   const f = await setupImap(t);
@@ -96,5 +96,4 @@ t.test('failed logins lock the user and the address out', async (t) => {
   t.match(await c.command('y2', `AUTHENTICATE PLAIN ${b64}`), /^y2 NO \[UNAVAILABLE\]/m, 'AUTHENTICATE too');
   f.app.clock.advance(16 * 60 * 1000);
   t.match(await c.command('y3', `LOGIN ${bob.address} "${PASSWORD}"`), /^y3 OK/m, 'the block ends with its window');
-  void message;
 });

@@ -21,11 +21,10 @@ export function findPart(root: MimeNode, path: number[]): MimeNode | null {
   return node;
 }
 
-function headerFields(raw: Buffer, node: MimeNode, fields: string[], not: boolean): Buffer {
+function headerFields(node: MimeNode, fields: string[], not: boolean): Buffer {
   const wanted = new Set(fields.map((f) => f.toLowerCase()));
   let out = '';
   for (const h of node.headers) if (wanted.has(h.key) !== not) out += h.raw.endsWith('\r\n') ? h.raw : h.raw.replace(/\n$/, '\r\n');
-  void raw;
   return Buffer.from(out + '\r\n', 'utf8');
 }
 
@@ -41,5 +40,5 @@ export function sectionBytes(raw: Buffer, root: MimeNode, section: Section): Buf
   if (!msg) return null;
   if (spec === 'HEADER') return raw.subarray(msg.start, msg.bodyStart);
   if (spec === 'TEXT') return raw.subarray(msg.bodyStart, msg.end);
-  return headerFields(raw, msg, section.fields, spec === 'HEADER.FIELDS.NOT');
+  return headerFields(msg, section.fields, spec === 'HEADER.FIELDS.NOT');
 }

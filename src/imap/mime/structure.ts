@@ -2,7 +2,7 @@
 // send (the server caches these strings per message content, so a large FETCH does no parsing).
 import { parseAddressList } from './addresses.js';
 import { header, parseMessage, type HeaderField, type MimeNode } from './parse.js';
-import { formatValue, type ImapValue } from '../protocol/writer.js';
+import { formatString, formatValue, type ImapValue } from '../protocol/writer.js';
 import libmime from 'libmime';
 
 function addressList(headers: HeaderField[], key: string): ImapValue {
@@ -126,27 +126,27 @@ interface SummaryAddress {
   address: string;
 }
 
-function summaryAddresses(list: SummaryAddress[]): ImapValue {
-  if (list.length === 0) return null;
-  return list.map((a): ImapValue => {
+const nstring = (v: string | null) => (v === null ? 'NIL' : formatString(v));
+
+function summaryAddresses(list: SummaryAddress[]): string {
+  if (list.length === 0) return 'NIL';
+  let out = '(';
+  for (const a of list) {
     const at = a.address.lastIndexOf('@');
-    return at > 0 ? [a.name, null, a.address.slice(0, at), a.address.slice(at + 1)] : [a.name, null, a.address, null];
-  });
+    const mailbox = at > 0 ? a.address.slice(0, at) : a.address;
+    const host = at > 0 ? a.address.slice(at + 1) : null;
+    out += `(${nstring(a.name)} NIL ${formatString(mailbox)} ${nstring(host)})`;
+  }
+  return out + ')';
 }
 
-/** ENVELOPE from the store's header summary (sender and reply-to default to from, RFC 3501 §7.4.2). */
+/**
+ * ENVELOPE from the store's header summary (sender and reply-to default to from, RFC 3501 §7.4.2). Built as
+ * text directly: a cold FETCH 1:* (ENVELOPE) formats one per message.
+ */
 export function envelopeFromSummary(h: HeaderSummary): string {
   const from = summaryAddresses(h.from);
-  return formatValue([
-    h.date,
-    h.subject,
-    from,
-    h.sender.length ? summaryAddresses(h.sender) : from,
-    h.replyTo.length ? summaryAddresses(h.replyTo) : from,
-    summaryAddresses(h.to),
-    summaryAddresses(h.cc),
-    summaryAddresses(h.bcc),
-    h.inReplyTo,
-    h.messageId,
-  ]);
+  const sender = h.sender.length ? summaryAddresses(h.sender) : from;
+  const replyTo = h.replyTo.length ? summaryAddresses(h.replyTo) : from;
+  return `(${nstring(h.date)} ${nstring(h.subject)} ${from} ${sender} ${replyTo} ${summaryAddresses(h.to)} ${summaryAddresses(h.cc)} ${summaryAddresses(h.bcc)} ${nstring(h.inReplyTo)} ${nstring(h.messageId)})`;
 }
