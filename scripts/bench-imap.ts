@@ -281,7 +281,8 @@ async function serverMain(o: Options): Promise<void> {
   console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   collectGarbage();
-  const heapBefore = process.memoryUsage().heapUsed;
+  const memBefore = process.memoryUsage();
+  const heapBefore = memBefore.heapUsed;
   const rssBefore = process.memoryUsage().rss;
   let peakRss = rssBefore;
   const samples: number[] = [];
@@ -323,12 +324,14 @@ async function serverMain(o: Options): Promise<void> {
   clearInterval(sampler);
   await Promise.all(inFlight);
   collectGarbage();
-  const heapAfter = process.memoryUsage().heapUsed;
+  const memAfter = process.memoryUsage();
+  const heapAfter = memAfter.heapUsed;
   const tail = samples.slice(-10);
   const half = Math.floor(samples.length / 2);
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   console.log(`server RSS: ${mb(rssBefore)} before, peak ${mb(peakRss)}, ${mb(avg(samples.slice(0, half)))} avg first half, ${mb(avg(samples.slice(half)))} avg second half, ${mb(avg(tail))} at the end`);
   console.log(`server JS heap after a full GC: ${mb(heapBefore)} before the run, ${mb(heapAfter)} after (sessions closed)`);
+  console.log(`server memory outside the JS heap after a full GC: buffers ${mb(memBefore.arrayBuffers)} → ${mb(memAfter.arrayBuffers)}, heap reserved ${mb(memBefore.heapTotal)} → ${mb(memAfter.heapTotal)}, RSS ${mb(memBefore.rss)} → ${mb(memAfter.rss)}`);
   await appliance.stop();
   if (!o.keep) rmSync(dataDir, { recursive: true, force: true });
   else console.log(`data kept in ${dataDir}`);
