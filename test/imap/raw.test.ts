@@ -252,6 +252,8 @@ t.test('raw protocol', async (t) => {
     t.match(await c.command('q4', `APPEND INBOX {${big.length}+}\r\n${big}`), /^q4 NO \[OVERQUOTA\]/m);
     t.match(await c.command('q5', 'GETQUOTAROOT INBOX'), /\* QUOTAROOT "INBOX" ""\r\n\* QUOTA "" \(STORAGE 1 1\)/);
     t.match(await c.command('q6', 'GETQUOTA ""'), /\* QUOTA "" \(STORAGE/);
+    await c.command('q6b', 'STORE 1 +FLAGS.SILENT (\\Deleted)');
+    t.match(await c.command('q6c', 'STATUS INBOX (DELETED DELETED-STORAGE MESSAGES)'), /\(DELETED 1 DELETED-STORAGE 1 MESSAGES 1\)/, 'RFC 9208 STATUS items');
     t.match(await c.command('q7', 'APPEND INBOX "31-Feb-2026" {1+}\r\nx'), /^q7 BAD/m);
   });
 });

@@ -217,6 +217,18 @@ export const STATUS: CommandSpec<'STATUS'> = {
       HIGHESTMODSEQ: folder.highestModseq,
     };
     if (cmd.items.includes('HIGHESTMODSEQ')) s.condstore = true;
+    // RFC 9208 §4.2 (required with the STORAGE resource): what an EXPUNGE would remove, in messages and KiB.
+    if (cmd.items.includes('DELETED') || cmd.items.includes('DELETED-STORAGE')) {
+      let deleted = 0;
+      let bytes = 0;
+      for (const m of await s.store.listMessages(folder.id)) {
+        if (!m.flags.includes('\\Deleted')) continue;
+        deleted++;
+        bytes += m.size;
+      }
+      values.DELETED = deleted;
+      values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
+    }
     const out = cmd.items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
     await s.untagged(`STATUS ${listName(cmd.mailbox)} (${out.join(' ')})`);
     return ok('Status completed');

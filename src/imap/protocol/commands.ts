@@ -176,7 +176,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
     case 'STATUS': {
       const mailbox = mailboxName(ts.astring('mailbox'));
       const items = atoms(ts.list('status items'), 'status item');
-      const known = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ'];
+      const known = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'DELETED', 'DELETED-STORAGE'];
       for (const i of items) if (!known.includes(i)) throw new ParseError(`Unknown status item ${i}`);
       ts.end();
       return { name, mailbox, items };
