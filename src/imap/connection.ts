@@ -143,7 +143,13 @@ export class ImapConnection implements ClientChannel {
           this.paused = false;
           this.socket.resume();
         }
-        await this.execute(raw);
+        try {
+          await this.execute(raw);
+        } catch (err) {
+          // Never let one command take the listener down: log, say BYE, close this connection only.
+          this.deps.log.error({ err }, 'imap connection failed');
+          await this.bye('Internal error');
+        }
       }
     } finally {
       this.running = false;
@@ -156,8 +162,8 @@ export class ImapConnection implements ClientChannel {
     try {
       ({ tag, command } = parseCommand(raw));
     } catch (err) {
-      if (!(err instanceof CommandError)) throw err;
-      await this.write(`${err.tag} BAD ${err.message}\r\n`);
+      if (!(err instanceof CommandError)) this.deps.log.error({ err }, 'imap parser failed');
+      await this.write(err instanceof CommandError ? `${err.tag} BAD ${err.message}\r\n` : '* BAD Invalid command\r\n');
       this.countBad();
       return;
     }

@@ -154,6 +154,29 @@ t.test('command grammar: malformed commands carry their tag', async (t) => {
   t.throws(() => parseDateTime('31-Foo-2026 10:00:00 +0000'));
 });
 
+t.test('fuzz: random command lines either parse or fail with a tagged CommandError', async (t) => {
+  const pieces = ['a1', 'UID', 'FETCH', 'STORE', 'SEARCH', 'SELECT', 'LIST', 'APPEND', 'LOGIN', 'STATUS', 'ID', '(', ')', '"', '\\', '[', ']', '<', '>', '{3}', '1:*', '*', '0', '4294967296', 'BODY[', 'BODY.PEEK[1.2.HEADER.FIELDS (A)]<0.5>', 'NIL', 'OR', 'NOT', 'HEADER', 'CHARSET', '&Jjo-', '&', '%', 'MODSEQ', 'CHANGEDSINCE', 'UNCHANGEDSINCE', '+FLAGS', '\\Seen', 'é', '\x00', ' '];
+  let seed = 42;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  let parsed = 0;
+  for (let i = 0; i < 5000; i++) {
+    const words: string[] = [];
+    const len = 1 + rand(8);
+    for (let j = 0; j < len; j++) words.push(pieces[rand(pieces.length)]!);
+    const line = words.join(rand(3) ? ' ' : '');
+    try {
+      parse(line);
+      parsed++;
+    } catch (err) {
+      if (!(err instanceof CommandError)) t.fail(`${JSON.stringify(line)} threw ${String(err)}`);
+    }
+  }
+  t.pass(`5000 random lines, ${parsed} parsed, the rest refused with BAD`);
+});
+
 t.test('sequence sets', async (t) => {
   t.same(parseSequenceSet('1,3:5,*,7:*,*:2'), [
     { from: 1, to: 1 },
