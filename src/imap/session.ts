@@ -56,6 +56,8 @@ export class SelectedMailbox {
   readonly metas = new Map<number, MessageMeta>();
   /** Expunged in the store, not yet announced with EXPUNGE. */
   readonly pendingExpunge = new Set<number>();
+  /** Keywords announced in FLAGS (RFC 3501 §7.2.6: a new one is announced again with FLAGS). */
+  readonly keywords = new Set<string>();
   /** Mailbox-wide MODSEQ up to which changes are reflected here. */
   cursor: number;
   highestModseq: number;
@@ -73,6 +75,7 @@ export class SelectedMailbox {
     this.uids = messages.map((m) => m.uid);
     for (const m of messages) {
       this.metas.set(m.uid, m);
+      for (const f of m.flags) if (!f.startsWith('\\')) this.keywords.add(f);
       if (m.modseq > this.highestModseq) this.highestModseq = m.modseq;
     }
   }
@@ -219,10 +222,12 @@ export class Session {
         }
       }
       const lines: string[] = [];
+      const seenFlags: string[][] = [];
       if (changed) {
         const metas = await this.store.listMessages(view.folderId, { changedSince: view.cursor });
         const lastUid = view.uids.length ? view.uids[view.uids.length - 1]! : 0;
         for (const m of metas) {
+          if (m.flags.some((f) => !f.startsWith('\\'))) seenFlags.push(m.flags);
           const known = view.metas.get(m.uid);
           if (known) {
             if (m.modseq <= known.modseq || view.pendingExpunge.has(m.uid)) continue;
@@ -236,6 +241,7 @@ export class Session {
         }
       }
       view.cursor = Math.max(view.cursor, cursor);
+      for (const flags of seenFlags) await this.announceKeywords(flags);
       for (const line of lines) await this.untagged(line);
     }
     if (allowExpunge && view.pendingExpunge.size) {
@@ -258,6 +264,25 @@ export class Session {
     if (!seq) return;
     if (seq <= this.announced) this.announced--;
     await this.untagged(`${seq} EXPUNGE`);
+  }
+
+  /**
+   * Sends FLAGS and PERMANENTFLAGS again when these flags bring keywords the client has not been told of
+   * (RFC 3501 §7.2.6); call before the FETCH responses that carry them.
+   */
+  async announceKeywords(flags: readonly string[]): Promise<void> {
+    const view = this.selected;
+    if (!view) return;
+    let added = false;
+    for (const f of flags) {
+      if (f.startsWith('\\') || view.keywords.has(f)) continue;
+      view.keywords.add(f);
+      added = true;
+    }
+    if (!added) return;
+    const all = ['\\Seen', '\\Answered', '\\Flagged', '\\Deleted', '\\Draft', ...view.keywords].join(' ');
+    await this.untagged(`FLAGS (${all})`);
+    await this.untagged(`OK [PERMANENTFLAGS (${view.readOnly ? '' : `${all} \\*`})] Flags permitted`);
   }
 
   /** `N FETCH (FLAGS (...) UID n [MODSEQ (m)])` for a flag change. */

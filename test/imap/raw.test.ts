@@ -138,7 +138,8 @@ t.test('raw protocol', async (t) => {
   await t.test('STORE, SEARCH, EXPUNGE, CLOSE and UNSELECT', async (t) => {
     const c = await session(f, bob.address);
     await c.command('s0', 'SELECT INBOX');
-    t.match(await c.command('s1', 'STORE 1 +FLAGS (\\Flagged $Work)'), /\* 1 FETCH \(FLAGS \(\\Seen \\Flagged \$Work\)\)/);
+    const s1 = await c.command('s1', 'STORE 1 +FLAGS (\\Flagged $Work)');
+    t.match(s1, /\* FLAGS \(\\Seen \\Answered \\Flagged \\Deleted \\Draft \$Work\)\r\n\* OK \[PERMANENTFLAGS [^\n]*\n\* 1 FETCH \(FLAGS \(\\Seen \\Flagged \$Work\)\)/, 'a new keyword is announced with FLAGS first');
     t.match(await c.command('s2', 'STORE 1 -FLAGS.SILENT ($Work)'), /^s2 OK/m);
     t.match(await c.command('s3', 'UID STORE 2 FLAGS (\\Deleted)'), /\* 2 FETCH \(FLAGS \(\\Deleted\) UID 2\)/);
     t.match(await c.command('s4', 'STORE 1 +FLAGS (\\Recent)'), /^s4 BAD/m, '\\Recent cannot be stored');

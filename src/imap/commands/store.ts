@@ -26,6 +26,7 @@ export const STORE: CommandSpec<'STORE'> = {
       view.update(m);
       updated.add(m.uid);
     }
+    await s.announceKeywords(cmd.flags);
     const modified = new Set(result.modified);
     for (const uid of uids) {
       if (modified.has(uid)) continue;
