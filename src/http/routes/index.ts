@@ -6,10 +6,13 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { mailboxRoutes } from './mailboxes.js';
 import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes];
+// Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
+documented.push(...mailboxRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',
