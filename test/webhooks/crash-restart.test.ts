@@ -138,6 +138,10 @@ t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx e
     MAIL_BOOTSTRAP_API_KEY: apiKey,
     MAIL_WEBHOOK_ALLOW_PRIVATE: 'true',
     MAIL_WEBHOOK_TIMEOUT_MS: '60000',
+    MAIL_SUBMISSION_PORT: '0',
+    MAIL_SUBMISSIONS_PORT: '0',
+    MAIL_POP3_PORT: '0',
+    MAIL_POP3S_PORT: '0',
   };
   const first = startProcess(t, env);
   const port1 = await first.port;

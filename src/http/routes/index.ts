@@ -2,6 +2,7 @@
 import { defineRoute, type Route } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { autoconfigRoutes } from './autoconfig.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
@@ -9,7 +10,7 @@ import { healthRoutes } from './health.js';
 import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes];
+const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...autoconfigRoutes];
 
 const openApiRoute = defineRoute({
   method: 'GET',
