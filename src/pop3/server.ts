@@ -183,7 +183,7 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   const connections = new Set<Connection>();
   const full = { ...opts, locks, context };
   const plain = net.createServer((socket) => void new Connection(socket, false, full, connections));
-  const implicit = tls.createServer({ secureContext: context }, (socket) => void new Connection(socket, true, full, connections));
+  const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert }, (socket) => void new Connection(socket, true, full, connections));
   // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on.
   implicit.on('tlsClientError', (err) => opts.log.debug({ err }, 'pop3s: TLS handshake failed'));
   const close = async () => {
