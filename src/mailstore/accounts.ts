@@ -65,6 +65,10 @@ export function createAccountOps(core: Core) {
       const now = nowIso(core);
       try {
         const row = await core.db.transaction(async (trx) => {
+          if (input.maxAccountsPerTeam !== undefined && Number.isFinite(input.maxAccountsPerTeam)) {
+            const [{ n }] = (await trx('mailboxes').where({ team_id: input.teamId }).whereNull('deleted_at').count({ n: '*' })) as [{ n: number }];
+            if (Number(n) >= input.maxAccountsPerTeam) throw new MailStoreError(`Mailbox limit reached: ${input.maxAccountsPerTeam} mailboxes`, 'forbidden');
+          }
           const base: Omit<MailboxRow, 'id'> = {
             team_id: input.teamId,
             domain_id: input.domainId,

@@ -131,7 +131,7 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
 
     const blobRows = [...blobs.values()]
       .filter((b) => b.refs > 0)
-      .map((b) => ({ id: b.item.blobId, raw: b.item.raw, size: b.item.size, summary: b.item.summary, refcount: b.refs, created_at: nowIso(core) }));
+      .map((b) => ({ id: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
     // Sources are large: a few per statement.
     for (let i = 0; i < blobRows.length; i += 50) {
       await trx('mail_blobs')
@@ -204,7 +204,7 @@ async function place(
     f.modseq = modseq;
     f.dirty = true;
     m.used += item.size;
-    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId });
+    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary });
     const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
     changes.push(changeRow(m.id, change));
     pending.push({ mailboxId: m.id, change });

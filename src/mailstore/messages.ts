@@ -14,6 +14,7 @@ import {
   saveMailboxes,
   selectIn,
   toMeta,
+  META_COLUMNS,
   unique,
   type Core,
   type FolderRow,
@@ -69,7 +70,7 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   const blobs = new Map<string, number>();
   for (const r of rows) {
     pairs.push([r.uid, uid]);
-    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id });
+    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary! });
     blobs.set(r.blob_id, (blobs.get(r.blob_id) ?? 0) + 1);
     uid++;
   }
@@ -111,12 +112,11 @@ export function createMessageOps(core: Core) {
   return {
     async listMessages(folderId: number, opts: { changedSince?: number; withSummary?: boolean; uids?: number[] } = {}): Promise<MessageMeta[]> {
       const run = (uids?: number[]) => {
-        const q = core.reads('mail_messages as m').where('m.folder_id', folderId);
-        if (opts.changedSince !== undefined) q.andWhere('m.modseq', '>', opts.changedSince);
-        if (uids) q.whereIn('m.uid', uids);
-        if (opts.withSummary) q.join('mail_blobs as b', 'b.id', 'm.blob_id').select('m.*', 'b.summary');
-        else q.select('m.*');
-        return q.orderBy('m.uid') as unknown as Promise<MessageRow[]>;
+        const q = core.reads('mail_messages').where('folder_id', folderId);
+        if (opts.changedSince !== undefined) q.andWhere('modseq', '>', opts.changedSince);
+        if (uids) q.whereIn('uid', uids);
+        q.select(opts.withSummary ? [...META_COLUMNS, 'summary'] : META_COLUMNS);
+        return q.orderBy('uid') as unknown as Promise<MessageRow[]>;
       };
       const rows = opts.uids ? (await selectIn<MessageRow, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
       return rows.map(toMeta);
@@ -167,7 +167,7 @@ export function createMessageOps(core: Core) {
         await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
         pending.push(...changes.map((ch) => ({ mailboxId: m.id, change: ch })));
         await saveMailboxes(core, trx, [m]);
-        return { updated: changed.map((c) => toMeta({ ...c.row, flags: encodeFlags(c.flags), modseq })), modified };
+        return { updated: changed.map((c) => toMeta({ ...c.row, flags: encodeFlags(c.flags), modseq, summary: undefined })), modified };
       });
     },
 

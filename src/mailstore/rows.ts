@@ -52,8 +52,12 @@ export interface MessageRow {
   internal_date: string;
   size: number;
   blob_id: string;
+  /** JSON MessageSummary; selected only when asked for. */
   summary?: string;
 }
+
+/** The columns of MessageMeta (without the summary). */
+export const META_COLUMNS = ['folder_id', 'uid', 'modseq', 'flags', 'internal_date', 'size', 'blob_id'] as const;
 
 export interface ChangeRow {
   mailbox_id: number;

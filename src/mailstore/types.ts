@@ -51,6 +51,8 @@ export interface CreateAccountInput {
   password: string;
   displayName?: string | null;
   quotaBytes?: number;
+  /** Refuse with `forbidden` when the team already has this many live accounts (checked in the insert's transaction). */
+  maxAccountsPerTeam?: number;
 }
 
 export interface Folder {

@@ -35,20 +35,20 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['mailbox_id', 'path']);
   });
 
-  // Raw RFC 5322 sources, once per content (hex SHA-256), with the parsed header summary (ENVELOPE fields)
-  // computed at first store. `refcount` = number of message rows pointing here; 0 → deleted in the same
-  // transaction that dropped the last reference.
+  // Raw RFC 5322 sources, once per content (hex SHA-256). `refcount` = number of message rows pointing
+  // here; 0 → deleted in the same transaction that dropped the last reference.
   await knex.schema.createTable('mail_blobs', (t) => {
     t.string('id').primary();
-    t.binary('raw').notNullable();
     t.integer('size').notNullable();
-    t.text('summary').notNullable(); // JSON MessageSummary
     t.integer('refcount').notNullable();
     t.string('created_at').notNullable();
+    t.binary('raw').notNullable();
   });
 
   // Clustered by (folder_id, uid): listing a folder is one range scan. Flags in a compact form: the flags
-  // joined by single spaces (IMAP flags are atoms, so they contain no space), '' for none.
+  // joined by single spaces (IMAP flags are atoms, so they contain no space), '' for none. `summary` is the
+  // parsed header summary (ENVELOPE fields, JSON), computed once per delivery and kept on each copy so that
+  // FETCH 1:* (ENVELOPE) is the same range scan (a join to the sources would read one page per message).
   await knex.raw(`CREATE TABLE mail_messages (
     folder_id INTEGER NOT NULL REFERENCES mail_folders(id) ON DELETE CASCADE,
     uid INTEGER NOT NULL,
@@ -57,6 +57,7 @@ export async function up(knex: Knex): Promise<void> {
     internal_date TEXT NOT NULL,
     size INTEGER NOT NULL,
     blob_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
     PRIMARY KEY (folder_id, uid)
   ) WITHOUT ROWID`);
   await knex.raw('CREATE INDEX mail_messages_modseq ON mail_messages (folder_id, modseq)');
