@@ -88,9 +88,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
     const loginGuards = new SmtpGuards(ctx.clock);
     submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
-    ctx.log.info({ listener: 'submission', port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
+    ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
     pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
-    ctx.log.info({ listener: 'pop3', port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
+    ctx.log.info({ listener: 'pop3', address: pop3.pop3.address, port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
     const [submissionListeners, pop3Listeners] = [submission, pop3];
 
     const server = api;

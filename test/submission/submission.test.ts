@@ -206,6 +206,28 @@ print(json.dumps(out))
     t.equal(sink.accepted[sink.accepted.length - 1]!.to.length, 50);
   });
 
+  t.test('the raw send path: bare LF line ends become CRLF, 8-bit bodies and folded headers survive signing', async (t) => {
+    const { sendRawEmail } = await import('../../src/services/raw-emails.js');
+    const raw = Buffer.from(
+      'From: =?utf-8?q?J=C3=BCrgen?= <juergen@acme.example>\nTo: frank@dest.example\nBcc: hidden@dest.example,\n  also-hidden@dest.example\nSubject: Gr\u00fc\u00dfe\n  folded\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\nGr\u00fc\u00dfe aus K\u00f6ln\n.dot\n',
+      'utf8',
+    );
+    const result = await sendRawEmail(ctx, { teamId: app.teamId, apiKeyId: null, mode: 'live' }, { recipients: ['frank@dest.example', 'hidden@dest.example', 'Frank@dest.example'], raw });
+    await f.drain();
+    const tx = sink.accepted[sink.accepted.length - 1]!;
+    t.same([...tx.to].sort(), ['frank@dest.example', 'hidden@dest.example'], 'envelope recipients once each');
+    const text = tx.raw.toString('utf8');
+    t.notMatch(text, /(?<!\r)\n/, 'CRLF only');
+    t.notMatch(text, /hidden@dest\.example/, 'the folded Bcc header is gone entirely');
+    const parsed = await simpleParser(tx.raw);
+    t.equal(parsed.text, 'Grüße aus Köln\n.dot\n');
+    t.equal(parsed.from?.value[0]?.name, 'Jürgen');
+    t.same(await f.dkim(tx.raw), [{ result: 'pass', domain: 'acme.example' }]);
+    const d = await detail(result.id);
+    t.equal(d.from, '"Jürgen" <juergen@acme.example>');
+    t.same(d.recipients.map((r) => [r.email, r.type]), [['frank@dest.example', 'to'], ['hidden@dest.example', 'bcc']]);
+  });
+
   t.test('a test-mode key sends nothing out', async (t) => {
     const created = await app.request<{ token: string }>('POST', '/api-keys', { body: { name: 'smtp test', permission: 'sending_access', mode: 'test' } });
     const x = f.transport({ user: 'APIKEY', pass: created.body.token });
