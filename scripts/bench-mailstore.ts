@@ -52,6 +52,7 @@ const ids = await Promise.all(
 const bodies = Array.from({ length: N }, (_, i) => message(i, 2048 + Math.floor(Math.random() * 18 * 1024)));
 const latencies: number[] = [];
 let next = 0;
+const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 await Promise.all(
   Array.from({ length: CONCURRENCY }, async () => {
@@ -65,8 +66,9 @@ await Promise.all(
   }),
 );
 const secs = (performance.now() - t0) / 1000;
+const cpu = process.cpuUsage(cpu0);
 latencies.sort((a, b) => a - b);
-console.log(`deliver: ${N} messages (2–20 KB) to ${MAILBOXES} mailboxes, ${CONCURRENCY} in flight: ${(N / secs).toFixed(0)} msg/s, p50 ${latencies[Math.floor(N * 0.5)]!.toFixed(1)} ms, p99 ${latencies[Math.floor(N * 0.99)]!.toFixed(1)} ms`);
+console.log(`deliver: ${N} messages (2–20 KB) to ${MAILBOXES} mailboxes, ${CONCURRENCY} in flight: ${(N / secs).toFixed(0)} msg/s, p50 ${latencies[Math.floor(N * 0.5)]!.toFixed(1)} ms, p99 ${latencies[Math.floor(N * 0.99)]!.toFixed(1)} ms; CPU ${((cpu.user + cpu.system) / 1000 / N).toFixed(2)} ms per message (this process, all threads)`);
 
 // (b) list a big folder
 const big = await store.createAccount({ teamId: 'team_bench', domainId: 'dom_bench', address: 'big@bench.test', password: 'bench-password' });

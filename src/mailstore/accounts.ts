@@ -40,12 +40,16 @@ export function createAccountOps(core: Core) {
 
   async function aliasesWithTargets(rows: AliasRow[]): Promise<Alias[]> {
     if (rows.length === 0) return [];
-    const targets = (await core.reads('mail_alias_targets')
+    // Deleted mailboxes drop out of their aliases.
+    const targets = (await core.reads('mail_alias_targets as t')
+      .join('mailboxes as m', 'm.id', 't.mailbox_id')
+      .whereNull('m.deleted_at')
       .whereIn(
-        'alias_id',
+        't.alias_id',
         rows.map((r) => r.id),
       )
-      .orderBy('mailbox_id')) as Array<{ alias_id: number; mailbox_id: number }>;
+      .orderBy('t.mailbox_id')
+      .select('t.alias_id', 't.mailbox_id')) as Array<{ alias_id: number; mailbox_id: number }>;
     return rows.map((r) => ({
       id: r.id,
       teamId: r.team_id,
@@ -136,6 +140,19 @@ export function createAccountOps(core: Core) {
       const now = nowIso(core);
       const n = await core.db('mailboxes').where({ id }).whereNull('deleted_at').update({ deleted_at: now, updated_at: now });
       if (n === 0) throw new MailStoreError(`Mailbox ${id} not found`, 'not_found');
+    },
+
+    /**
+     * Removes up to `limit` accounts soft-deleted before `deletedBefore`, with everything they hold (the
+     * cascade takes folders, messages, changes, shares, filters and alias targets; the triggers release the
+     * sources). One transaction per account. Answers how many went.
+     */
+    async purgeDeletedAccounts(deletedBefore: Date, limit = 10): Promise<number> {
+      const ids = ((await core.db('mailboxes').where('deleted_at', '<', deletedBefore.toISOString()).orderBy('id').limit(limit).select('id')) as Array<{ id: number }>).map(
+        (r) => r.id,
+      );
+      for (const id of ids) await core.db.transaction((trx) => trx('mailboxes').where({ id }).whereNotNull('deleted_at').delete());
+      return ids.length;
     },
 
     async updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount> {

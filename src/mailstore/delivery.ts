@@ -81,9 +81,18 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
   return {
     async deliver(raw, targets, opts = {}) {
       if (targets.length === 0) return [];
+      // The same mailbox and folder named twice (a recipient and an alias of it) gets one copy, with the union of the flags.
+      const merged = new Map<string, { mailboxId: number; path: string; flags: string[] }>();
+      for (const t of targets) {
+        const target = { mailboxId: t.mailboxId, path: normalizePath(t.folder ?? 'INBOX'), flags: normalizeFlags(t.flags ?? []) };
+        const key = folderKey(target.mailboxId, target.path);
+        const seen = merged.get(key);
+        if (seen) seen.flags = normalizeFlags([...seen.flags, ...target.flags]);
+        else merged.set(key, target);
+      }
       const item: Item = {
         ...prepare(raw, opts.internalDate),
-        targets: targets.map((t) => ({ mailboxId: t.mailboxId, path: normalizePath(t.folder ?? 'INBOX'), flags: normalizeFlags(t.flags ?? []) })),
+        targets: [...merged.values()],
         onQuota: opts.onQuota ?? 'fail',
         createFolders: true,
       };
@@ -129,15 +138,17 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       }
     }
 
+    // Sources first (refcount 0; the message rows' trigger counts them), in statements of at most ~8 MB
+    // and 50 rows. An existing source is left as it is.
     const blobRows = [...blobs.values()]
       .filter((b) => b.refs > 0)
-      .map((b) => ({ id: b.item.blobId, size: b.item.size, refcount: b.refs, created_at: nowIso(core), raw: b.item.raw }));
-    // Sources are large: a few per statement.
-    for (let i = 0; i < blobRows.length; i += 50) {
-      await trx('mail_blobs')
-        .insert(blobRows.slice(i, i + 50))
-        .onConflict('id')
-        .merge({ refcount: trx.raw('mail_blobs.refcount + excluded.refcount') });
+      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: 0, created_at: nowIso(core), raw: b.item.raw }));
+    for (let i = 0; i < blobRows.length; ) {
+      let bytes = 0;
+      let j = i;
+      while (j < blobRows.length && j - i < 50 && (j === i || bytes + blobRows[j]!.size <= 8 * 1024 * 1024)) bytes += blobRows[j++]!.size;
+      await trx('mail_blobs').insert(blobRows.slice(i, j)).onConflict('sha256').ignore();
+      i = j;
     }
     await insertRows(trx, 'mail_messages', messages);
     await insertRows(trx, 'mail_changes', changes);

@@ -6,8 +6,9 @@
 // (flags, copy, move, expunge), delivery.ts (deliver + append through one group-commit writer),
 // headers.ts (header block, ENVELOPE summary), flags.ts, filters.ts (planDelivery), rows.ts (shared).
 //
-// Blob garbage: a source's reference count is adjusted in the same transaction as the message rows, and
-// a source left with no reference is deleted in that same transaction (no sweep needed).
+// Blob garbage: a source's reference count is kept by triggers on the message rows (migration 006), and a
+// source left with no reference is deleted in that same transaction, however the rows went (expunge,
+// folder delete, or the cascade of deleting a domain or team). No sweep needed.
 // Soft-deleted accounts keep their messages until retention removes them (not done here yet).
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../core/clock.js';

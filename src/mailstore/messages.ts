@@ -4,7 +4,6 @@
 import type { Tx } from '../db/index.js';
 import { applyFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
 import {
-  adjustBlobRefs,
   announce,
   changeRow,
   folderById,
@@ -31,19 +30,17 @@ import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type Messa
 export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[], expunge?: { modseq: number; pending: Pending[] }): Promise<void> {
   if (rows.length === 0) return;
   const byFolder = new Map<number, number[]>();
-  const blobs = new Map<string, number>();
   for (const r of rows) {
     const list = byFolder.get(r.folder_id);
     if (list) list.push(r.uid);
     else byFolder.set(r.folder_id, [r.uid]);
-    blobs.set(r.blob_id, (blobs.get(r.blob_id) ?? 0) - 1);
     m.used -= r.size;
   }
   m.dirty = true;
   for (const [folderId, uids] of byFolder) {
     for (let i = 0; i < uids.length; i += 5_000) await trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', uids.slice(i, i + 5_000)).delete();
   }
-  await adjustBlobRefs(trx, blobs);
+  // The sources' reference counts follow by trigger (migration 006).
   if (expunge) {
     const changes = rows.map((r): Change => ({ modseq: expunge.modseq, folderId: r.folder_id, kind: 'expunge', uid: r.uid }));
     await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
@@ -67,15 +64,12 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   let uid = dest.uid_next;
   const pairs: Array<[number, number]> = [];
   const inserts: MessageRow[] = [];
-  const blobs = new Map<string, number>();
   for (const r of rows) {
     pairs.push([r.uid, uid]);
     inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary! });
-    blobs.set(r.blob_id, (blobs.get(r.blob_id) ?? 0) + 1);
     uid++;
   }
   await insertRows(trx, 'mail_messages', inserts);
-  await adjustBlobRefs(trx, blobs);
   await trx('mail_folders').where({ id: dest.id }).update({ uid_next: uid, highest_modseq: modseq });
   const changes = inserts.map((r): Change => ({ modseq, folderId: dest.id, kind: 'append', uid: r.uid }));
   await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
@@ -124,7 +118,7 @@ export function createMessageOps(core: Core) {
 
     async readMessage(folderId: number, uid: number): Promise<Buffer | null> {
       const row = (await core.reads('mail_messages as m')
-        .join('mail_blobs as b', 'b.id', 'm.blob_id')
+        .join('mail_blobs as b', 'b.sha256', 'm.blob_id')
         .where({ 'm.folder_id': folderId, 'm.uid': uid })
         .first('b.raw')) as { raw: Buffer } | undefined;
       return row?.raw ?? null;

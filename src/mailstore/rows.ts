@@ -1,5 +1,6 @@
 // The store's rows, their mapping to the contract's types, and the small helpers every part of the store
-// shares: the MODSEQ counter, UIDVALIDITY, folder paths, counter updates and blob reference counts.
+// shares: the MODSEQ counter, UIDVALIDITY, folder paths and counter updates. (Blob reference counts are
+// kept by triggers on mail_messages, migration 006.)
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Clock } from '../core/clock.js';
@@ -264,27 +265,6 @@ export async function saveMailboxes(core: Core, trx: Tx, states: Iterable<Mailbo
     dirty.map((m) => ({ id: m.id, values: { used_bytes: m.used, highest_modseq: m.modseq, last_uid_validity: m.lastUidValidity, updated_at: now } })),
     ['used_bytes', 'highest_modseq', 'last_uid_validity', 'updated_at'],
   );
-}
-
-/** Adds `delta` references per blob; blobs left with none are deleted in the same transaction. */
-export async function adjustBlobRefs(trx: Tx, deltas: Map<string, number>): Promise<void> {
-  const rows = [...deltas].filter(([, d]) => d !== 0);
-  if (rows.length === 0) return;
-  const size = 5_000;
-  for (let i = 0; i < rows.length; i += size) {
-    const chunk = rows.slice(i, i + size);
-    const bindings: Array<string | number> = [];
-    const whens = chunk.map(([id, d]) => {
-      bindings.push(id, d);
-      return 'WHEN ? THEN ?';
-    });
-    const ids = chunk.map(([id]) => id);
-    await trx.raw(`UPDATE mail_blobs SET refcount = refcount + CASE id ${whens.join(' ')} END WHERE id IN (${ids.map(() => '?').join(',')})`, [
-      ...bindings,
-      ...ids,
-    ]);
-    if (chunk.some(([, d]) => d < 0)) await trx('mail_blobs').whereIn('id', ids).andWhere('refcount', '<=', 0).delete();
-  }
 }
 
 /** Inserts rows in chunks under SQLite's bound-variable limit. */

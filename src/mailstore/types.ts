@@ -236,6 +236,7 @@ export interface MailStore {
   resolveAddress(address: string): Promise<Resolution>;
 
   // Delivery: the raw source is stored once however many targets; one transaction for all targets.
+  // Targets naming the same mailbox and folder twice are stored once (flags merged); a missing folder is created.
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
   // Folders
@@ -275,6 +276,8 @@ export interface MailStore {
   /** Live accounts of a team (for plan caps). */
   countAccounts(teamId: string): Promise<number>;
   updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount>;
+  /** Hard-deletes up to `limit` accounts soft-deleted before `deletedBefore` with all they hold; answers how many (for retention). */
+  purgeDeletedAccounts(deletedBefore: Date, limit?: number): Promise<number>;
   /** Shares granted by `ownerId` (who may open this mailbox). */
   listShares(ownerId: number): Promise<Share[]>;
   /** Grants (or changes) `targetId`'s access to `ownerId`'s mailbox. */

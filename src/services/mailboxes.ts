@@ -84,6 +84,10 @@ function gate(caller: MailboxCaller): number {
   return cap;
 }
 
+/** Mailbox and alias local parts are logins: a dot-atom (RFC 5322 §3.2.3), no quoted strings. */
+const LOGIN_LOCAL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+const loginAddress = (address: string) => LOGIN_LOCAL.test(address.slice(0, address.lastIndexOf('@')));
+
 /** A path id: a positive integer, else the resource cannot exist. */
 function pathId(raw: string, what = 'Mailbox'): number {
   if (!/^\d{1,15}$/.test(raw)) throw notFound(`${what} not found`);
@@ -113,7 +117,7 @@ export async function createMailbox(
 ): Promise<MailboxView> {
   const cap = gate(caller);
   const address = normaliseAddress(input.address);
-  if (!address) throw badRequest('address: must be a valid email address');
+  if (!address || !loginAddress(address)) throw badRequest('address: must be a valid email address');
   const domainId = await verifiedDomain(ctx, caller.teamId, domainOf(address));
   const account = await store(() =>
     ctx.mailstore.createAccount({
@@ -225,7 +229,7 @@ export async function createAlias(ctx: AppContext, caller: MailboxCaller, input:
   const raw = input.address.trim();
   const catchAll = raw.startsWith('*@');
   const normal = normaliseAddress(catchAll ? `catchall${raw.slice(1)}` : raw);
-  if (!normal) throw badRequest('address: must be an email address or *@domain');
+  if (!normal || !loginAddress(normal)) throw badRequest('address: must be an email address or *@domain');
   const address = catchAll ? `*@${domainOf(normal)}` : normal;
   const domainId = await verifiedDomain(ctx, caller.teamId, domainOf(normal));
   for (const mailboxId of new Set(input.mailboxIds)) {

@@ -51,6 +51,8 @@ t.test('create, get, list, patch, password, delete', async (t) => {
   t.same(short.body, { error: 'password: must be at least 8 characters', code: 'invalid_request' });
   t.equal((await create(app, { password: 'long-enough' })).status, 400);
   t.equal((await create(app, { address: 'bob@corp.example', password: 'long-enough', quotaBytes: -1 })).status, 400);
+  t.equal((await create(app, { address: 'bob@corp.example', password: 'long-enough', displayName: 'Bob\r\nBcc: x@y.test' })).status, 400, 'no header injection');
+  t.equal((await create(app, { address: '"bob smith"@corp.example', password: 'long-enough' })).status, 400, 'logins are dot-atoms');
 
   // Domain must be a verified domain of the team (the send path's 422 messages).
   t.same((await create(app, { address: 'x@nowhere.example', password: 'long-enough' })).body, {

@@ -130,3 +130,19 @@ t.test('listAccounts: newest first, per domain, deleted omitted; update', async 
   const gone = await store.updateAccount(ids[1]!, { displayName: 'x' }).catch((e: unknown) => e);
   t.ok(gone instanceof MailStoreError && gone.code === 'not_found');
 });
+
+t.test('purgeDeletedAccounts removes soft-deleted accounts and their sources after the cut-off', async (t) => {
+  const { store, account, ctx, clock } = await setupStore(t);
+  const gone = await account('gone');
+  const kept = await account('kept');
+  await store.deliver(Buffer.from('Subject: x\r\n\r\nonly for gone\r\n'), [{ mailboxId: gone }]);
+  await store.deliver(Buffer.from('Subject: y\r\n\r\nfor both\r\n'), [{ mailboxId: gone }, { mailboxId: kept }]);
+  await store.deleteAccount(gone);
+  t.equal(await store.purgeDeletedAccounts(clock.now()), 0, 'not before the cut-off');
+  clock.advance(1000);
+  t.equal(await store.purgeDeletedAccounts(clock.now()), 1);
+  t.same(await ctx.db('mailboxes').where({ id: gone }).select('id'), []);
+  const blobs = (await ctx.db('mail_blobs').select('refcount')) as Array<{ refcount: number }>;
+  t.same(blobs, [{ refcount: 1 }], "the shared source stays for the other mailbox; the other one is gone");
+  t.equal((await store.getFolder(kept, 'INBOX'))!.messages, 1);
+});

@@ -33,7 +33,7 @@ t.test('delete: messages go, INBOX stays, a re-created folder gets a new UIDVALI
   await store.deleteFolder(a, 'Old');
   t.equal(await store.getFolder(a, 'Old'), null);
   t.equal((await store.getAccount(a))!.usedBytes, 0, 'quota released');
-  t.same(await ctx.db('mail_blobs').select('id'), [], 'source deleted with its last reference');
+  t.same(await ctx.db('mail_blobs').select('sha256'), [], 'source deleted with its last reference');
   const again = await store.createFolder(a, 'Old');
   t.ok(again.uidValidity > old.uidValidity);
   t.equal(await code(store.deleteFolder(a, 'Nope')), 'not_found');
@@ -96,4 +96,18 @@ t.test('subscribe', async (t) => {
   await store.setSubscribed(a, 'Junk', true);
   t.equal((await store.getFolder(a, 'Junk'))!.subscribed, true);
   t.equal(await code(store.setSubscribed(a, 'Nope', true)), 'not_found');
+});
+
+t.test("deleting a domain (cascade) releases the mailboxes' sources", async (t) => {
+  const { store, account, ctx, domainId } = await setupStore(t);
+  const a = await account('a');
+  const b = await account('b');
+  const shared = message();
+  await store.deliver(shared, [{ mailboxId: a }, { mailboxId: b }]);
+  await store.deliver(message(), [{ mailboxId: a }]);
+  t.equal(((await ctx.db('mail_blobs').select('sha256')) as unknown[]).length, 2);
+  await ctx.db('domains').where({ id: domainId }).delete();
+  t.same(await ctx.db('mail_blobs').select('sha256'), [], 'no orphan sources');
+  t.same(await ctx.db('mail_messages').select('uid'), []);
+  t.same(await store.resolveAddress('a@example.com'), { kind: 'none' });
 });

@@ -28,7 +28,7 @@ t.test('a message to 50 local recipients is stored once', async (t) => {
     ids.map((mailboxId) => ({ mailboxId })),
   );
   t.equal(copies.length, 50);
-  const blobs = (await ctx.db('mail_blobs').select('id', 'refcount', 'size')) as Array<{ id: string; refcount: number; size: number }>;
+  const blobs = (await ctx.db('mail_blobs').select('sha256', 'refcount', 'size')) as Array<{ sha256: string; refcount: number; size: number }>;
   t.equal(blobs.length, 1, 'one blob');
   t.equal(blobs[0]!.refcount, 50);
   t.equal(blobs[0]!.size, raw.length);
@@ -170,7 +170,7 @@ t.test('copy and move keep flags and blobs; COPYUID pairs', async (t) => {
   // Expunge everything: blobs go away with their last reference.
   await store.expunge(inbox.id, [1]);
   await store.expunge(archive.id, [1, 2, 3, 4]);
-  t.same(await ctx.db('mail_blobs').select('id'), [], 'no orphan blobs');
+  t.same(await ctx.db('mail_blobs').select('sha256'), [], 'no orphan blobs');
   t.equal((await store.getAccount(a))!.usedBytes, 0);
 });
 
@@ -227,4 +227,40 @@ t.test('listMessages withSummary gives the ENVELOPE fields without reading sourc
   t.equal(raw.subarray(m!.summary!.headerSize - 4, m!.summary!.headerSize).toString(), '\r\n\r\n');
   const [plain] = await store.listMessages(c!.folderId);
   t.equal(plain!.summary, undefined, 'only when asked');
+});
+
+t.test('the same mailbox and folder named twice gets one copy with the flags merged', async (t) => {
+  const { store, account } = await setupStore(t);
+  const a = await account('a');
+  const copies = await store.deliver(message(), [
+    { mailboxId: a },
+    { mailboxId: a, folder: 'inbox', flags: ['\\Flagged'] },
+    { mailboxId: a, folder: 'Archive' },
+  ]);
+  t.equal(copies.length, 2);
+  const [inboxCopy] = await store.listMessages(copies[0]!.folderId);
+  t.same(inboxCopy!.flags, ['\\Flagged']);
+  t.equal((await store.getFolder(a, 'INBOX'))!.messages, 1);
+  t.equal((await store.getFolder(a, 'Archive'))!.messages, 1);
+});
+
+t.test('bad input is refused with MailStoreError, never stored', async (t) => {
+  const { store, account } = await setupStore(t);
+  const a = await account('a');
+  const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof MailStoreError ? e.code : String(e)));
+  t.equal(await codeOf(store.deliver(Buffer.alloc(0), [{ mailboxId: a }])), 'invalid', 'empty message');
+  t.equal(await codeOf(store.deliver(message(), [{ mailboxId: a, folder: 'a//b' }])), 'invalid', 'bad folder');
+  t.equal(await codeOf(store.deliver(message(), [{ mailboxId: 9999 }])), 'not_found', 'unknown mailbox');
+  t.equal(await codeOf(store.setFlags(9999, [1], 'add', ['\\Seen'])), 'not_found', 'unknown folder');
+  t.same(await store.deliver(message(), []), [], 'no targets, nothing stored');
+  // A message without any header block still stores, with an empty summary.
+  const [c] = await store.deliver(Buffer.from('\r\njust a body'), [{ mailboxId: a }]);
+  const [m] = await store.listMessages(c!.folderId, { withSummary: true });
+  t.match(m!.summary, { subject: null, from: [], headerSize: 2 });
+  // Concurrent good and bad deliveries: the bad one fails alone.
+  const results = await Promise.allSettled([store.deliver(message(), [{ mailboxId: a }]), store.deliver(message(), [{ mailboxId: 9999 }]), store.deliver(message(), [{ mailboxId: a }])]);
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
 });

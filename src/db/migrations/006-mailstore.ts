@@ -35,10 +35,13 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['mailbox_id', 'path']);
   });
 
-  // Raw RFC 5322 sources, once per content (hex SHA-256). `refcount` = number of message rows pointing
-  // here; 0 → deleted in the same transaction that dropped the last reference.
+  // Raw RFC 5322 sources, once per content (hex SHA-256 in `sha256`). `refcount` = number of message rows
+  // pointing here (kept by the triggers below); 0 → deleted in the transaction that dropped the last
+  // reference. A source is inserted with refcount 0 just before its first message rows. Keyed by the
+  // implicit ascending rowid, so new sources are appended instead of inserted at random places of a B-tree
+  // keyed by their hash (only the small unique index on `sha256` takes random inserts).
   await knex.schema.createTable('mail_blobs', (t) => {
-    t.string('id').primary();
+    t.string('sha256').notNullable().unique();
     t.integer('size').notNullable();
     t.integer('refcount').notNullable();
     t.string('created_at').notNullable();
@@ -61,6 +64,16 @@ export async function up(knex: Knex): Promise<void> {
     PRIMARY KEY (folder_id, uid)
   ) WITHOUT ROWID`);
   await knex.raw('CREATE INDEX mail_messages_modseq ON mail_messages (folder_id, modseq)');
+  // Reference counts kept by the database itself, so that every way a message row goes (expunge, folder
+  // delete, and the cascades of deleting a mailbox, a domain or a team) releases its source, and a source
+  // with no reference left is deleted in that same transaction.
+  await knex.raw(`CREATE TRIGGER mail_messages_ref AFTER INSERT ON mail_messages BEGIN
+    UPDATE mail_blobs SET refcount = refcount + 1 WHERE sha256 = NEW.blob_id;
+  END`);
+  await knex.raw(`CREATE TRIGGER mail_messages_unref AFTER DELETE ON mail_messages BEGIN
+    UPDATE mail_blobs SET refcount = refcount - 1 WHERE sha256 = OLD.blob_id;
+    DELETE FROM mail_blobs WHERE sha256 = OLD.blob_id AND refcount <= 0;
+  END`);
 
   // The change feed: one row per changed message (or folder), cursor = mailbox MODSEQ. Kept after expunge
   // (QRESYNC needs the expunged UIDs). kind: append | flags | expunge | folder.

@@ -6,7 +6,12 @@ const password = z
   .string({ error: 'must be a string of 8 to 1024 characters' })
   .min(8, 'must be at least 8 characters')
   .max(1024, 'must be at most 1024 characters');
-const displayName = z.string({ error: 'must be a string or null' }).trim().max(200, 'must be at most 200 characters').nullable();
+const displayName = z
+  .string({ error: 'must be a string or null' })
+  .trim()
+  .max(200, 'must be at most 200 characters')
+  .refine((v) => !/[\x00-\x1f\x7f]/.test(v), 'must not contain control characters (line breaks included)')
+  .nullable();
 const quotaBytes = z
   .number({ error: 'must be a whole number of bytes (0 = unlimited)' })
   .int('must be a whole number of bytes (0 = unlimited)')
