@@ -17,6 +17,9 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { SmtpGuards } from './limits/smtp-guards.js';
+import { startSubmission, type SubmissionListeners } from './smtp/submission.js';
+import { startPop3, type Pop3Listeners } from './pop3/server.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -29,7 +32,9 @@ export interface Appliance {
   /** Certificate for STARTTLS and implicit TLS on the mail listeners. */
   tls: TlsMaterial;
   /** What each listener actually bound (port 0 picks a free one). */
-  ports: { api: AddressInfo };
+  ports: { api: AddressInfo; submission: AddressInfo; submissions: AddressInfo; pop3: AddressInfo; pop3s: AddressInfo };
+  /** The one failed-login guard (and per-mailbox submission rate) shared by SMTP submission, POP3 and IMAP. */
+  loginGuards: SmtpGuards;
   /** Set on the first start of an empty database. */
   bootstrap: BootstrapResult | null;
   stop(): Promise<void>;
@@ -55,6 +60,8 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
+  let submission: SubmissionListeners | undefined;
+  let pop3: Pop3Listeners | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
   let stopWebhooks = () => {};
@@ -79,18 +86,27 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
+    const loginGuards = new SmtpGuards(ctx.clock);
+    submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
+    ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
+    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
+    ctx.log.info({ listener: 'pop3', address: pop3.pop3.address, port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
+    const [submissionListeners, pop3Listeners] = [submission, pop3];
 
     const server = api;
     let stopping: Promise<void> | undefined;
     return {
       ctx,
       tls,
-      ports: { api: api.address },
+      ports: { api: api.address, submission: submission.submission, submissions: submission.submissions, pop3: pop3.pop3, pop3s: pop3.pop3s },
+      loginGuards,
       bootstrap,
       // Stop accepting, let in-flight requests finish, then close the database.
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await submissionListeners.close();
+          await pop3Listeners.close();
           stopWebhooks();
           stopRetention();
           await ctx.jobs.stop();
@@ -103,6 +119,8 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    await submission?.close();
+    await pop3?.close();
     stopWebhooks();
     await ctx.jobs.stop();
     await renderer?.close();

@@ -4,7 +4,7 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.js';
-import type { Plan } from '../config.js';
+import type { Config, Plan } from '../config.js';
 import type { Queryable } from '../db/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../core/errors.js';
 import { newId, randomBase62 } from '../core/ids.js';
@@ -124,16 +124,20 @@ async function loadKeys(q: Queryable, domainIds: string[]): Promise<Map<string, 
   return byDomain;
 }
 
-function recordsOf(row: DomainRow, keys: DkimKeyRow[], hostname: string): DnsRecord[] {
+/** The box's name and client ports: what the records point at. */
+type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort'>;
+
+function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
   const stored = JSON.parse(row.record_status) as StoredStatus;
   const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key }));
-  return expectedRecords(row.name, hostname, published).map((r) => {
+  const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
+  return expectedRecords(row.name, box.hostname, published, ports).map((r) => {
     const s = stored[recordKey(r)];
     return s ? { ...r, status: s.status, ...(s.reason ? { reason: s.reason } : {}) } : r;
   });
 }
 
-function toDomain(row: DomainRow, keys: DkimKeyRow[], hostname: string): Domain {
+function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
   return {
     id: row.id,
     name: row.name,
@@ -142,7 +146,7 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], hostname: string): Domain 
     open_tracking: Boolean(row.open_tracking),
     click_tracking: Boolean(row.click_tracking),
     tls_mode: row.tls_mode,
-    dns_records: recordsOf(row, keys, hostname),
+    dns_records: recordsOf(row, keys, box),
     created_at: row.created_at,
     verified_at: row.verified_at,
     last_checked_at: row.last_checked_at,
@@ -156,7 +160,7 @@ async function findRow(q: Queryable, teamId: string, id: string): Promise<Domain
 }
 
 async function domainView(ctx: AppContext, q: Queryable, row: DomainRow): Promise<Domain> {
-  return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config.hostname);
+  return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config);
 }
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test(String((err as Error)?.message));
@@ -193,7 +197,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
       };
       await trx('domains').insert(row);
       await trx('dkim_keys').insert(key);
-      const domain = toDomain(row, [key], ctx.config.hostname);
+      const domain = toDomain(row, [key], ctx.config);
       await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
       return domain;
     });
@@ -208,7 +212,7 @@ export async function listDomains(ctx: AppContext, teamId: string): Promise<Doma
   // rowid breaks ties between domains created in the same millisecond: insertion order.
   const rows = await ctx.db<DomainRow>('domains').where('team_id', teamId).orderByRaw('created_at DESC, rowid DESC');
   const keys = await loadKeys(ctx.db, rows.map((r) => r.id));
-  return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config.hostname));
+  return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config));
 }
 
 export async function getDomain(ctx: AppContext, teamId: string, id: string): Promise<Domain> {

@@ -2,6 +2,7 @@
 import { defineRoute, type Route } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { autoconfigRoutes } from './autoconfig.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
@@ -13,6 +14,8 @@ import { webhookRoutes } from './webhooks.js';
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
 documented.push(...mailboxRoutes);
+// Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
+documented.push(...autoconfigRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -25,8 +25,8 @@ export const UpdateDomain = z
 
 export const DnsRecord = z
   .object({
-    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX']),
-    type: z.enum(['TXT', 'MX', 'CNAME']),
+    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX', 'SRV']),
+    type: z.enum(['TXT', 'MX', 'CNAME', 'SRV']),
     name: z.string(),
     value: z.string(),
     priority: z.number().int().optional(),
