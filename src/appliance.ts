@@ -17,6 +17,8 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { startMxListener, type MxListener } from './smtp/mx.js';
+import { createInboundReceiver } from './services/inbound.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -29,7 +31,7 @@ export interface Appliance {
   /** Certificate for STARTTLS and implicit TLS on the mail listeners. */
   tls: TlsMaterial;
   /** What each listener actually bound (port 0 picks a free one). */
-  ports: { api: AddressInfo };
+  ports: { api: AddressInfo; mx: AddressInfo };
   /** Set on the first start of an empty database. */
   bootstrap: BootstrapResult | null;
   stop(): Promise<void>;
@@ -55,6 +57,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
+  let mx: MxListener | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
   let stopWebhooks = () => {};
@@ -79,18 +82,22 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
+    mx = await startMxListener(ctx, { tls, store: null, receiver: createInboundReceiver(ctx, null) });
+    ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
+    const mxListener = mx;
 
     const server = api;
     let stopping: Promise<void> | undefined;
     return {
       ctx,
       tls,
-      ports: { api: api.address },
+      ports: { api: api.address, mx: mxListener.address },
       bootstrap,
       // Stop accepting, let in-flight requests finish, then close the database.
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await mxListener.close();
           stopWebhooks();
           stopRetention();
           await ctx.jobs.stop();
@@ -103,6 +110,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    await mx?.close();
     stopWebhooks();
     await ctx.jobs.stop();
     await renderer?.close();

@@ -58,7 +58,7 @@ export function makeDataDir(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, mxPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
   );
 }
 
