@@ -132,6 +132,7 @@ t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx e
   const env = {
     MAIL_DATA_DIR: dataDir,
     MAIL_API_PORT: '0',
+    MAIL_MX_PORT: '0',
     MAIL_BIND: '127.0.0.1',
     MAIL_HOSTNAME: TEST_HOSTNAME,
     MAIL_LOG_LEVEL: 'info',

@@ -6,10 +6,12 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { inboundRoutes } from './inbound.js';
+import { dmarcReportRoutes } from './dmarc-reports.js';
 import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes];
+const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 
 const openApiRoute = defineRoute({
   method: 'GET',
