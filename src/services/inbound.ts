@@ -118,7 +118,10 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const queueId = randomBase62(16);
     const at = ctx.clock.now();
     const auth = await check(message);
-    const authHeaders = auth ? auth.headers : `Authentication-Results: ${hostname}; none (authentication could not be checked)\r\n`;
+    // mailauth's folding can leave empty lines between fields: one field per line group, CRLF-terminated.
+    const authHeaders = auth
+      ? auth.headers.split(/\r?\n/).filter((l) => l.trim() !== '').map((l) => `${l}\r\n`).join('')
+      : `Authentication-Results: ${hostname}; none (authentication could not be checked)\r\n`;
     const summary = summarize(auth, authHeaders.replace(/\r?\n[ \t]*/g, ' ').trim());
 
     const dmarc = auth?.dmarc;
