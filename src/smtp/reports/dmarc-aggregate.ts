@@ -47,7 +47,6 @@ const decodeEntities = (s: string) =>
   );
 
 type Node = Record<string, unknown>;
-const ARRAYS = new Set(['record', 'dkim', 'spf', 'reason', 'error']);
 
 function str(v: unknown): string | null {
   if (v === undefined || v === null) return null;
@@ -67,7 +66,7 @@ function epoch(v: unknown, what: string): string {
 export function parseAggregateXml(xml: Buffer): DmarcAggregateReport {
   let doc: Node;
   try {
-    const parser = new XMLParser({ ignoreAttributes: true, processEntities: false, parseTagValue: false, trimValues: true, removeNSPrefix: true, isArray: (name) => ARRAYS.has(name) });
+    const parser = new XMLParser({ ignoreAttributes: true, processEntities: false, parseTagValue: false, trimValues: true, removeNSPrefix: true });
     doc = obj(parser.parse(xml.toString('utf8').replace(/^\uFEFF/, '')));
   } catch (err) {
     throw new ReportError(`the report is not well-formed XML: ${(err as Error).message}`);

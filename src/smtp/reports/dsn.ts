@@ -99,7 +99,10 @@ function parseText(root: MimePart, ignore: (address: string) => boolean): Bounce
     const status = statusOf(undefined, diagnostic, delayed ? 'delayed' : 'failed');
     return { address, originalAddress: null, action: delayed || status.startsWith('4') ? 'delayed' : 'failed', status, diagnostic, remoteMta: null };
   });
-  return { format: 'text', reportingMta: null, recipients, ...originalOf(root) };
+  const original = originalOf(root);
+  // Exim and qmail return the original inline, below the text.
+  original.originalMessageId ??= /^message-id:[ \t]*(<[^>\s]+>)/im.exec(text)?.[1] ?? null;
+  return { format: 'text', reportingMta: null, recipients, ...original };
 }
 
 /**
