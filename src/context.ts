@@ -10,6 +10,8 @@ import { SecretBox } from './core/secrets.js';
 import { openDatabase, type Db } from './db/index.js';
 import { createResolver, type DnsResolver } from './dns/resolver.js';
 import { JobQueue, type WorkerOptions } from './jobs/queue.js';
+import { createMailStore } from './mailstore/index.js';
+import type { MailStore } from './mailstore/types.js';
 
 export interface AppContext {
   readonly config: Config;
@@ -22,6 +24,8 @@ export interface AppContext {
   /** The durable job queue: services enqueue in their transactions; the appliance runs the worker. */
   readonly jobs: JobQueue;
   readonly version: string;
+  /** Mailboxes, folders, messages and their change feed (src/mailstore/); the only way to their tables. */
+  readonly mailstore: MailStore;
 }
 
 export interface ContextOptions {
@@ -50,5 +54,6 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     secrets: new SecretBox(loadOrCreateMasterKey(config.dataDir)),
     jobs: new JobQueue(db, clock, log, opts.jobs),
     version: packageVersion(),
+    mailstore: createMailStore({ db, clock }),
   };
 }

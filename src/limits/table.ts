@@ -153,3 +153,14 @@ export const SMTP_LIMITS = {
   /** Failed logins from one IP, or for one username, within the window block further attempts until it ends. */
   failedLogins: { limit: 10, windowMs: 15 * MINUTE },
 } as const;
+
+// ---- 5. Mailboxes (spec: Mailboxes are for Pro and above; the counts are ours, the spec gives none) ----
+
+/** Live mailboxes per team; 0: the plan has no mailboxes (403). */
+export const MAILBOX_CAPS: Record<Plan, number> = {
+  free: 0,
+  starter: 0,
+  pro: 100,
+  scale: 1000,
+  enterprise: Infinity,
+};

@@ -51,6 +51,8 @@ export interface CreateAccountInput {
   password: string;
   displayName?: string | null;
   quotaBytes?: number;
+  /** Refuse with `forbidden` when the team already has this many live accounts (checked in the insert's transaction). */
+  maxAccountsPerTeam?: number;
 }
 
 export interface Folder {
@@ -80,6 +82,37 @@ export interface MessageMeta {
   size: number;
   /** Content address of the raw source (hex SHA-256). */
   blobId: string;
+  /** The parsed header summary; present only when `listMessages` was asked `withSummary`. */
+  summary?: MessageSummary;
+}
+
+/** An address of an ENVELOPE field. Groups are flattened into their members (an empty group adds nothing). */
+export interface EnvelopeAddress {
+  /** The display name as written (MIME encoded-words kept, quotes removed), or null. */
+  name: string | null;
+  /** `local@domain` as written (may lack a domain for malformed input). */
+  address: string;
+}
+
+/**
+ * What IMAP's ENVELOPE needs, parsed once from the header block when a source is first stored (kept beside
+ * the blob), so FETCH 1:* (ENVELOPE) reads no raw sources. Values are raw header values, unfolded, with
+ * MIME encoded-words kept (as ENVELOPE sends them); a missing header is null / []. No defaults are applied
+ * (ENVELOPE's "sender and reply-to default to from" is the IMAP writer's job).
+ */
+export interface MessageSummary {
+  date: string | null;
+  subject: string | null;
+  from: EnvelopeAddress[];
+  sender: EnvelopeAddress[];
+  replyTo: EnvelopeAddress[];
+  to: EnvelopeAddress[];
+  cc: EnvelopeAddress[];
+  bcc: EnvelopeAddress[];
+  inReplyTo: string | null;
+  messageId: string | null;
+  /** Bytes of the header block including the empty line that ends it: the body starts at this offset. */
+  headerSize: number;
 }
 
 export interface DeliveryTarget {
@@ -115,9 +148,37 @@ export type Change =
   | { modseq: number; folderId: number; kind: 'append'; uid: number }
   | { modseq: number; folderId: number; kind: 'flags'; uid: number; flags: string[] }
   | { modseq: number; folderId: number; kind: 'expunge'; uid: number }
-  | { modseq: number; folderId: number; kind: 'folder'; change: 'created' | 'deleted' | 'renamed' };
+  | { modseq: number; folderId: number; kind: 'folder'; change: 'created' | 'deleted' | 'renamed'; /** The path after the change. */ path?: string };
 
 export type ShareAccess = 'read' | 'read-write';
+
+export interface Share {
+  ownerId: number;
+  targetId: number;
+  /** The target mailbox's address. */
+  targetAddress: string;
+  access: ShareAccess;
+  createdAt: string;
+}
+
+export interface Alias {
+  id: number;
+  teamId: string;
+  domainId: string;
+  /** Lower-cased; `*@domain` is the domain's catch-all. */
+  address: string;
+  mailboxIds: number[];
+  createdAt: string;
+}
+
+export interface DeliverOptions {
+  internalDate?: Date;
+  /**
+   * A target whose mailbox is over quota: `fail` (default) refuses the whole call with `quota_exceeded`;
+   * `skip` stores the other targets and leaves that one out of the result (the MX answers per recipient).
+   */
+  onQuota?: 'fail' | 'skip';
+}
 
 /** A filter rule (Mailboxes API `PUT /mailboxes/{id}/filters`), applied at delivery in position order. */
 export interface FilterRule {
@@ -175,11 +236,13 @@ export interface MailStore {
   resolveAddress(address: string): Promise<Resolution>;
 
   // Delivery: the raw source is stored once however many targets; one transaction for all targets.
-  deliver(raw: Buffer, targets: DeliveryTarget[], opts?: { internalDate?: Date }): Promise<StoredCopy[]>;
+  deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
   // Folders
   listFolders(mailboxId: number): Promise<Folder[]>;
   getFolder(mailboxId: number, path: string): Promise<Folder | null>;
+  /** A folder by id (e.g. from a change or a StoredCopy), or null. */
+  getFolderById(folderId: number): Promise<Folder | null>;
   createFolder(mailboxId: number, path: string): Promise<Folder>;
   /** Deletes the folder and its messages; INBOX cannot be deleted. */
   deleteFolder(mailboxId: number, path: string): Promise<void>;
@@ -189,7 +252,7 @@ export interface MailStore {
 
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */
-  listMessages(folderId: number, opts?: { changedSince?: number }): Promise<MessageMeta[]>;
+  listMessages(folderId: number, opts?: { changedSince?: number; withSummary?: boolean; uids?: number[] }): Promise<MessageMeta[]>;
   /** The raw source, or null if the message is gone. */
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
   append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
@@ -205,6 +268,25 @@ export interface MailStore {
   /** Mailboxes this mailbox may open through a share, with the access granted. */
   sharedWith(mailboxId: number): Promise<Array<{ owner: MailboxAccount; access: ShareAccess }>>;
   getFilters(mailboxId: number): Promise<FilterRule[]>;
+
+  // Administration (the Mailboxes API's service calls these; additive to the first contract)
+  /** Live accounts of a team, newest first, optionally of one domain. */
+  listAccounts(query: { teamId: string; domainId?: string; offset: number; limit: number }): Promise<{ accounts: MailboxAccount[]; total: number }>;
+  /** Live accounts of a team (for plan caps). */
+  countAccounts(teamId: string): Promise<number>;
+  updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount>;
+  /** Shares granted by `ownerId` (who may open this mailbox). */
+  listShares(ownerId: number): Promise<Share[]>;
+  /** Grants (or changes) `targetId`'s access to `ownerId`'s mailbox. */
+  setShare(ownerId: number, targetId: number, access: ShareAccess): Promise<Share>;
+  /** False when there was no such share. */
+  removeShare(ownerId: number, targetId: number): Promise<boolean>;
+  /** Replaces the mailbox's rules (position = index). */
+  setFilters(mailboxId: number, rules: FilterRule[]): Promise<void>;
+  createAlias(input: { teamId: string; domainId: string; address: string; mailboxIds: number[] }): Promise<Alias>;
+  listAliases(query: { teamId: string; offset: number; limit: number }): Promise<{ aliases: Alias[]; total: number }>;
+  getAlias(id: number): Promise<Alias | null>;
+  deleteAlias(id: number): Promise<void>;
 
   // Change feed
   changesSince(mailboxId: number, modseq: number): Promise<Change[]>;

@@ -5,6 +5,7 @@ import * as jobs from './002-jobs.js';
 import * as emails from './003-emails.js';
 import * as webhooks from './004-webhooks.js';
 import * as limits from './005-limits.js';
+import * as mailstore from './006-mailstore.js';
 import * as inbound from './007-inbound.js';
 
 export interface Migration {
@@ -19,5 +20,6 @@ export const migrations: Migration[] = [
   { name: '003-emails', ...emails },
   { name: '004-webhooks', ...webhooks },
   { name: '005-limits', ...limits },
+  { name: '006-mailstore', ...mailstore },
   { name: '007-inbound', ...inbound },
 ];

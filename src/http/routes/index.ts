@@ -8,10 +8,13 @@ import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
 import { inboundRoutes } from './inbound.js';
 import { dmarcReportRoutes } from './dmarc-reports.js';
+import { mailboxRoutes } from './mailboxes.js';
 import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
+// Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
+documented.push(...mailboxRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

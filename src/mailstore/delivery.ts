@@ -1,0 +1,217 @@
+// Storing new messages: `deliver` (MX, filters) and `append` (IMAP APPEND, Sent copies) share one
+// group-commit writer (src/db/batcher.ts). The calls that arrive while a write transaction runs share the
+// next one: one multi-row statement each for blobs, messages and changes, one statement each for the folder
+// and mailbox counters. The SHA-256 and the header summary are computed before queueing, outside the
+// transaction. A call that fails on its own terms (quota, unknown mailbox or folder) fails alone; the
+// others in its batch commit.
+import { createHash } from 'node:crypto';
+import { Batcher } from '../db/batcher.js';
+import type { Tx } from '../db/index.js';
+import { normalizeFlags } from './flags.js';
+import { summarize } from './headers.js';
+import {
+  announce,
+  changeRow,
+  insertFolder,
+  insertRows,
+  mailboxState,
+  nextModseq,
+  normalizePath,
+  nowIso,
+  saveMailboxes,
+  selectIn,
+  unique,
+  updateById,
+  type ChangeRow,
+  type Core,
+  type FolderRow,
+  type MailboxRow,
+  type MailboxState,
+  type MessageRow,
+  type Pending,
+} from './rows.js';
+import { MailStoreError, type DeliverOptions, type DeliveryTarget, type StoredCopy } from './types.js';
+
+interface Item {
+  blobId: string;
+  raw: Buffer;
+  summary: string;
+  size: number;
+  targets: Array<{ mailboxId: number; path: string; flags: string[] }>;
+  internalDate: string;
+  onQuota: 'fail' | 'skip';
+  /** Create missing folders (deliver) or refuse with not_found (append: IMAP answers TRYCREATE). */
+  createFolders: boolean;
+}
+
+type Outcome = { copies: StoredCopy[] } | { error: MailStoreError };
+
+interface FolderState {
+  row: FolderRow;
+  uidNext: number;
+  modseq: number;
+  dirty: boolean;
+}
+
+export interface DeliveryWriter {
+  deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
+  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
+}
+
+export function createDeliveryWriter(core: Core): DeliveryWriter {
+  const batcher = new Batcher<Item, Outcome>((items) => write(core, items));
+
+  async function submit(item: Item): Promise<StoredCopy[]> {
+    const outcome = await batcher.submit(item);
+    if ('error' in outcome) throw outcome.error;
+    return outcome.copies;
+  }
+
+  function prepare(raw: Buffer, internalDate: Date | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
+    if (raw.length === 0) throw new MailStoreError('Empty message', 'invalid');
+    return {
+      blobId: createHash('sha256').update(raw).digest('hex'),
+      raw,
+      summary: JSON.stringify(summarize(raw)),
+      size: raw.length,
+      internalDate: (internalDate ?? core.clock.now()).toISOString(),
+    };
+  }
+
+  return {
+    async deliver(raw, targets, opts = {}) {
+      if (targets.length === 0) return [];
+      const item: Item = {
+        ...prepare(raw, opts.internalDate),
+        targets: targets.map((t) => ({ mailboxId: t.mailboxId, path: normalizePath(t.folder ?? 'INBOX'), flags: normalizeFlags(t.flags ?? []) })),
+        onQuota: opts.onQuota ?? 'fail',
+        createFolders: true,
+      };
+      return submit(item);
+    },
+    async append(mailboxId, path, raw, flags = [], internalDate) {
+      const item: Item = {
+        ...prepare(raw, internalDate),
+        targets: [{ mailboxId, path: normalizePath(path), flags: normalizeFlags(flags) }],
+        onQuota: 'fail',
+        createFolders: false,
+      };
+      const [copy] = await submit(item);
+      return copy!;
+    },
+  };
+}
+
+const folderKey = (mailboxId: number, path: string) => `${mailboxId}\u0000${path}`;
+
+async function write(core: Core, items: Item[]): Promise<Outcome[]> {
+  const pending: Pending[] = [];
+  const outcomes = await core.db.transaction(async (trx) => {
+    const mailboxIds = unique(items.flatMap((i) => i.targets.map((t) => t.mailboxId)));
+    const paths = unique(items.flatMap((i) => i.targets.map((t) => t.path)));
+    const mailboxes = new Map<number, MailboxState>();
+    for (const row of await selectIn<MailboxRow, number>(mailboxIds, (c) => trx('mailboxes').whereIn('id', c))) mailboxes.set(row.id, mailboxState(row));
+    const folders = new Map<string, FolderState>();
+    const folderRows = await selectIn<FolderRow, number>(mailboxIds, (c) => trx('mail_folders').whereIn('mailbox_id', c).whereIn('path', paths));
+    for (const row of folderRows) folders.set(folderKey(row.mailbox_id, row.path), { row, uidNext: row.uid_next, modseq: row.highest_modseq, dirty: false });
+
+    const messages: MessageRow[] = [];
+    const changes: ChangeRow[] = [];
+    const blobs = new Map<string, { item: Item; refs: number }>();
+    const results: Outcome[] = [];
+
+    for (const item of items) {
+      try {
+        results.push({ copies: await place(core, trx, item, mailboxes, folders, messages, changes, pending, blobs) });
+      } catch (err) {
+        if (!(err instanceof MailStoreError)) throw err;
+        results.push({ error: err });
+      }
+    }
+
+    const blobRows = [...blobs.values()]
+      .filter((b) => b.refs > 0)
+      .map((b) => ({ id: b.item.blobId, raw: b.item.raw, size: b.item.size, summary: b.item.summary, refcount: b.refs, created_at: nowIso(core) }));
+    // Sources are large: a few per statement.
+    for (let i = 0; i < blobRows.length; i += 50) {
+      await trx('mail_blobs')
+        .insert(blobRows.slice(i, i + 50))
+        .onConflict('id')
+        .merge({ refcount: trx.raw('mail_blobs.refcount + excluded.refcount') });
+    }
+    await insertRows(trx, 'mail_messages', messages);
+    await insertRows(trx, 'mail_changes', changes);
+    const dirtyFolders = [...folders.values()].filter((f) => f.dirty);
+    await updateById(
+      trx,
+      'mail_folders',
+      dirtyFolders.map((f) => ({ id: f.row.id, values: { uid_next: f.uidNext, highest_modseq: f.modseq } })),
+      ['uid_next', 'highest_modseq'],
+    );
+    await saveMailboxes(core, trx, mailboxes.values());
+    return results;
+  });
+  announce(core, pending);
+  return outcomes;
+}
+
+/** Decides one item against the batch's in-memory counters; all its targets or none (unless `skip`). */
+async function place(
+  core: Core,
+  trx: Tx,
+  item: Item,
+  mailboxes: Map<number, MailboxState>,
+  folders: Map<string, FolderState>,
+  messages: MessageRow[],
+  changes: ChangeRow[],
+  pending: Pending[],
+  blobs: Map<string, { item: Item; refs: number }>,
+): Promise<StoredCopy[]> {
+  // 1. every target's mailbox and folder
+  const resolved: Array<{ m: MailboxState; f: FolderState; flags: string[] }> = [];
+  for (const t of item.targets) {
+    const m = mailboxes.get(t.mailboxId);
+    if (!m || m.deleted) throw new MailStoreError(`Mailbox ${t.mailboxId} not found`, 'not_found');
+    let f = folders.get(folderKey(m.id, t.path));
+    if (!f) {
+      if (!item.createFolders) throw new MailStoreError(`Folder '${t.path}' does not exist`, 'not_found');
+      const row = await insertFolder(core, trx, m, t.path, pending);
+      f = { row, uidNext: row.uid_next, modseq: row.highest_modseq, dirty: false };
+      folders.set(folderKey(m.id, t.path), f);
+      // Parents created with it are not in the map; a later target naming one reads it from the table.
+      for (const r of (await trx('mail_folders').where({ mailbox_id: m.id }).whereIn('path', item.targets.map((x) => x.path))) as FolderRow[]) {
+        if (!folders.has(folderKey(m.id, r.path))) folders.set(folderKey(m.id, r.path), { row: r, uidNext: r.uid_next, modseq: r.highest_modseq, dirty: false });
+      }
+    }
+    resolved.push({ m, f, flags: t.flags });
+  }
+  // 2. quota (two targets in one mailbox count twice)
+  const adding = new Map<number, number>();
+  const keep = resolved.filter(({ m }) => {
+    const add = (adding.get(m.id) ?? 0) + item.size;
+    if (m.quota > 0 && m.used + add > m.quota) {
+      if (item.onQuota === 'fail') throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
+      return false;
+    }
+    adding.set(m.id, add);
+    return true;
+  });
+  // 3. UIDs, MODSEQs, rows
+  const copies: StoredCopy[] = [];
+  for (const { m, f, flags } of keep) {
+    const modseq = nextModseq(m);
+    const uid = f.uidNext++;
+    f.modseq = modseq;
+    f.dirty = true;
+    m.used += item.size;
+    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId });
+    const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
+    changes.push(changeRow(m.id, change));
+    pending.push({ mailboxId: m.id, change });
+    copies.push({ mailboxId: m.id, folderId: f.row.id, uidValidity: f.row.uid_validity, uid });
+  }
+  const blob = blobs.get(item.blobId);
+  if (blob) blob.refs += copies.length;
+  else blobs.set(item.blobId, { item, refs: copies.length });
+  return copies;
+}

@@ -1,0 +1,196 @@
+// Messages of a folder: list (one indexed range scan), read, flags (CONDSTORE UNCHANGEDSINCE), copy, move,
+// expunge. Each change is one transaction that takes one MODSEQ of the mailbox for the whole operation and
+// writes a change row per message.
+import type { Tx } from '../db/index.js';
+import { applyFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
+import {
+  adjustBlobRefs,
+  announce,
+  changeRow,
+  folderById,
+  insertRows,
+  loadMailbox,
+  nextModseq,
+  saveMailboxes,
+  selectIn,
+  toMeta,
+  unique,
+  type Core,
+  type FolderRow,
+  type MailboxState,
+  type MessageRow,
+  type Pending,
+} from './rows.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type MessageMeta } from './types.js';
+
+/**
+ * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
+ * With `expunge`, writes an expunge change per message at that MODSEQ.
+ */
+export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[], expunge?: { modseq: number; pending: Pending[] }): Promise<void> {
+  if (rows.length === 0) return;
+  const byFolder = new Map<number, number[]>();
+  const blobs = new Map<string, number>();
+  for (const r of rows) {
+    const list = byFolder.get(r.folder_id);
+    if (list) list.push(r.uid);
+    else byFolder.set(r.folder_id, [r.uid]);
+    blobs.set(r.blob_id, (blobs.get(r.blob_id) ?? 0) - 1);
+    m.used -= r.size;
+  }
+  m.dirty = true;
+  for (const [folderId, uids] of byFolder) {
+    for (let i = 0; i < uids.length; i += 5_000) await trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', uids.slice(i, i + 5_000)).delete();
+  }
+  await adjustBlobRefs(trx, blobs);
+  if (expunge) {
+    const changes = rows.map((r): Change => ({ modseq: expunge.modseq, folderId: r.folder_id, kind: 'expunge', uid: r.uid }));
+    await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+    expunge.pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
+    for (const folderId of byFolder.keys()) await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: expunge.modseq });
+  }
+}
+
+async function messagesOf(trx: Tx, folderId: number, uids: number[]): Promise<MessageRow[]> {
+  const rows = await selectIn<MessageRow, number>(unique(uids), (c) => trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', c));
+  return rows.sort((a, b) => a.uid - b.uid);
+}
+
+/** Inserts copies of `rows` at the end of `dest` (new UIDs, same flags, dates and blobs); one MODSEQ. */
+async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: MailboxState, pending: Pending[], checkQuota: boolean): Promise<Array<[number, number]>> {
+  if (rows.length === 0) return [];
+  const total = rows.reduce((n, r) => n + r.size, 0);
+  if (checkQuota && m.quota > 0 && m.used + total > m.quota) throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
+  const modseq = nextModseq(m);
+  m.used += total;
+  let uid = dest.uid_next;
+  const pairs: Array<[number, number]> = [];
+  const inserts: MessageRow[] = [];
+  const blobs = new Map<string, number>();
+  for (const r of rows) {
+    pairs.push([r.uid, uid]);
+    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id });
+    blobs.set(r.blob_id, (blobs.get(r.blob_id) ?? 0) + 1);
+    uid++;
+  }
+  await insertRows(trx, 'mail_messages', inserts);
+  await adjustBlobRefs(trx, blobs);
+  await trx('mail_folders').where({ id: dest.id }).update({ uid_next: uid, highest_modseq: modseq });
+  const changes = inserts.map((r): Change => ({ modseq, folderId: dest.id, kind: 'append', uid: r.uid }));
+  await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+  pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
+  return pairs;
+}
+
+export function createMessageOps(core: Core) {
+  async function inTx<T>(fn: (trx: Tx, pending: Pending[]) => Promise<T>): Promise<T> {
+    const pending: Pending[] = [];
+    const out = await core.db.transaction((trx) => fn(trx, pending));
+    announce(core, pending);
+    return out;
+  }
+
+  async function transfer(folderId: number, uids: number[], toFolderId: number, move: boolean) {
+    return inTx(async (trx, pending) => {
+      const src = await folderById(trx, folderId);
+      const dest = await folderById(trx, toFolderId);
+      const srcBox = await loadMailbox(trx, src.mailbox_id);
+      const destBox = src.mailbox_id === dest.mailbox_id ? srcBox : await loadMailbox(trx, dest.mailbox_id);
+      const rows = await messagesOf(trx, folderId, uids);
+      if (move && folderId === toFolderId) throw new MailStoreError('Cannot move messages into their own folder', 'invalid');
+      // A move inside one mailbox does not change its usage: no quota check.
+      const pairs = await copyInto(trx, rows, dest, destBox, pending, !(move && srcBox === destBox));
+      if (move && rows.length > 0) {
+        await removeMessages(trx, srcBox, rows, { modseq: srcBox === destBox ? srcBox.modseq : nextModseq(srcBox), pending });
+      }
+      await saveMailboxes(core, trx, srcBox === destBox ? [srcBox] : [srcBox, destBox]);
+      return { uidValidity: dest.uid_validity, pairs };
+    });
+  }
+
+  return {
+    async listMessages(folderId: number, opts: { changedSince?: number; withSummary?: boolean; uids?: number[] } = {}): Promise<MessageMeta[]> {
+      const run = (uids?: number[]) => {
+        const q = core.reads('mail_messages as m').where('m.folder_id', folderId);
+        if (opts.changedSince !== undefined) q.andWhere('m.modseq', '>', opts.changedSince);
+        if (uids) q.whereIn('m.uid', uids);
+        if (opts.withSummary) q.join('mail_blobs as b', 'b.id', 'm.blob_id').select('m.*', 'b.summary');
+        else q.select('m.*');
+        return q.orderBy('m.uid') as unknown as Promise<MessageRow[]>;
+      };
+      const rows = opts.uids ? (await selectIn<MessageRow, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
+      return rows.map(toMeta);
+    },
+
+    async readMessage(folderId: number, uid: number): Promise<Buffer | null> {
+      const row = (await core.reads('mail_messages as m')
+        .join('mail_blobs as b', 'b.id', 'm.blob_id')
+        .where({ 'm.folder_id': folderId, 'm.uid': uid })
+        .first('b.raw')) as { raw: Buffer } | undefined;
+      return row?.raw ?? null;
+    },
+
+    async setFlags(folderId: number, uids: number[], mode: FlagMode, flags: string[], opts: { unchangedSince?: number } = {}): Promise<FlagUpdate> {
+      const change = normalizeFlags(flags);
+      return inTx(async (trx, pending) => {
+        const folder = await folderById(trx, folderId);
+        const m = await loadMailbox(trx, folder.mailbox_id);
+        const rows = await messagesOf(trx, folderId, uids);
+        const modified: number[] = [];
+        const changed: Array<{ row: MessageRow; flags: string[] }> = [];
+        for (const row of rows) {
+          // RFC 7162 §3.2: a message changed after UNCHANGEDSINCE is not touched and is reported as MODIFIED.
+          if (opts.unchangedSince !== undefined && row.modseq > opts.unchangedSince) {
+            modified.push(row.uid);
+            continue;
+          }
+          const current = row.flags ? row.flags.split(' ') : [];
+          const next = applyFlags(current, mode, change);
+          if (!sameFlags(current, next)) changed.push({ row, flags: next });
+        }
+        if (changed.length === 0) return { updated: [], modified };
+        const modseq = nextModseq(m);
+        const groups = new Map<string, number[]>();
+        for (const c of changed) {
+          const key = encodeFlags(c.flags);
+          const list = groups.get(key);
+          if (list) list.push(c.row.uid);
+          else groups.set(key, [c.row.uid]);
+        }
+        for (const [key, list] of groups) {
+          for (let i = 0; i < list.length; i += 5_000) {
+            await trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', list.slice(i, i + 5_000)).update({ flags: key, modseq });
+          }
+        }
+        await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: modseq });
+        const changes = changed.map((c): Change => ({ modseq, folderId, kind: 'flags', uid: c.row.uid, flags: c.flags }));
+        await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+        pending.push(...changes.map((ch) => ({ mailboxId: m.id, change: ch })));
+        await saveMailboxes(core, trx, [m]);
+        return { updated: changed.map((c) => toMeta({ ...c.row, flags: encodeFlags(c.flags), modseq })), modified };
+      });
+    },
+
+    copy(folderId: number, uids: number[], toFolderId: number) {
+      return transfer(folderId, uids, toFolderId, false);
+    },
+
+    move(folderId: number, uids: number[], toFolderId: number) {
+      return transfer(folderId, uids, toFolderId, true);
+    },
+
+    async expunge(folderId: number, uids?: number[]): Promise<number[]> {
+      return inTx(async (trx, pending) => {
+        const folder = await folderById(trx, folderId);
+        const m = await loadMailbox(trx, folder.mailbox_id);
+        const rows = uids
+          ? await messagesOf(trx, folderId, uids)
+          : ((await trx('mail_messages').where({ folder_id: folderId }).andWhereRaw("(' ' || flags || ' ') LIKE '% \\Deleted %'").orderBy('uid')) as MessageRow[]);
+        if (rows.length === 0) return [];
+        await removeMessages(trx, m, rows, { modseq: nextModseq(m), pending });
+        await saveMailboxes(core, trx, [m]);
+        return rows.map((r) => r.uid);
+      });
+    },
+  };
+}
