@@ -19,6 +19,7 @@ import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webho
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver } from './services/inbound.js';
+import { createMailboxDelivery } from './services/inbound-mailbox.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -82,7 +83,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
-    mx = await startMxListener(ctx, { tls, store: null, receiver: createInboundReceiver(ctx, null) });
+    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore)) });
     ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
     const mxListener = mx;
 

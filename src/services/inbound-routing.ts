@@ -11,7 +11,7 @@
 // A domain that is not one of the box's is not local: the MX is no relay.
 import type { AppContext } from '../context.js';
 import { readsOf } from '../db/index.js';
-import type { MailStore } from '../mailstore/types.js';
+import type { MailboxAccount, MailStore } from '../mailstore/types.js';
 import { emailIdFromReturnPath } from './feedback.js';
 
 export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
@@ -33,7 +33,7 @@ export type RecipientRoute =
   | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
   | { kind: 'dmarc'; address: string; domain: LocalDomain };
 
-export type Refusal = { kind: 'unknown_user' } | { kind: 'not_local' };
+export type Refusal = { kind: 'unknown_user' } | { kind: 'not_local' } | { kind: 'mailbox_full' };
 
 interface DomainRow {
   id: string;
@@ -61,8 +61,12 @@ export async function routeRecipient(ctx: AppContext, store: MailStore | null, a
   if (local.toLowerCase() === DMARC_RUA_LOCAL_PART) return { kind: 'dmarc', address, domain };
   if (domain.inboundMode === 'webhook') return { kind: 'webhook', address, domain };
   const resolved = store ? await store.resolveAddress(address) : { kind: 'none' as const };
-  if (resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {
-    return { kind: 'mailbox', address, domain, mailboxIds: resolved.mailboxIds, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
+  if (store && resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {
+    // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
+    const accounts = await Promise.all(resolved.mailboxIds.map((id) => store.getAccount(id)));
+    const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes)).map((a) => a.id);
+    if (open.length === 0) return { kind: 'mailbox_full' };
+    return { kind: 'mailbox', address, domain, mailboxIds: open, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
   }
   if (domain.inboundMode === 'mailbox_then_webhook' || domain.inboundMode === 'mailbox_and_webhook') return { kind: 'webhook', address, domain };
   return { kind: 'unknown_user' };

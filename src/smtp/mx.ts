@@ -14,6 +14,7 @@ import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
+import { MailboxFullError } from '../services/inbound-mailbox.js';
 import { isFeedbackReport, parseComplaint } from './reports/arf.js';
 import { parseAggregateReport } from './reports/dmarc-aggregate.js';
 import { parseBounce } from './reports/dsn.js';
@@ -43,6 +44,7 @@ export const MX_REPLIES = {
   unknownUser: { code: 550, text: '5.1.1 No such user here' },
   relayDenied: { code: 550, text: '5.7.1 Relaying denied: this server does not accept mail for that domain' },
   tooManyRecipients: { code: 452, text: '4.5.3 Too many recipients' },
+  mailboxFull: { code: 452, text: '4.2.2 Mailbox full, try again later' },
   tooBig: { code: 552, text: '5.3.4 Message too big for system' },
   noRecipients: { code: 503, text: '5.5.1 No valid recipients' },
   dmarcReject: { code: 550, text: '5.7.1' },
@@ -178,6 +180,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
         (route) => {
           if (route.kind === 'not_local') return callback(smtpError(MX_REPLIES.relayDenied));
           if (route.kind === 'unknown_user') return callback(smtpError(MX_REPLIES.unknownUser));
+          if (route.kind === 'mailbox_full') return callback(smtpError(MX_REPLIES.mailboxFull));
           routes.set(address, route);
           callback();
         },
@@ -192,6 +195,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
         (reply) => callback(null, reply),
         (err: unknown) => {
           if (err instanceof Error && 'responseCode' in err) return callback(err);
+          if (err instanceof MailboxFullError) return callback(smtpError(MX_REPLIES.mailboxFull));
           log.error({ err }, 'a message could not be stored');
           callback(smtpError(MX_REPLIES.temporary));
         },

@@ -5,8 +5,6 @@ import { paged } from '../schemas/common.js';
 import { DraftReply, Forward, InboundAttachments, InboundEmail, InboundListItem, InboundListQuery, Reply, ReplyToSend } from '../schemas/inbound.js';
 import { parsePaging } from '../../core/paging.js';
 import { notFound } from '../../core/errors.js';
-import type { AppContext } from '../../context.js';
-import type { MailStore } from '../../mailstore/types.js';
 import type { Principal } from '../../services/api-keys.js';
 import type { Sender } from '../../services/emails.js';
 import { getInbound, getInboundAttachments, listInbound } from '../../services/inbound-emails.js';
@@ -20,8 +18,6 @@ function inboundId(raw: string | undefined): number {
   if (!raw || !/^\d{1,15}$/.test(raw)) throw notFound('Inbound email not found');
   return Number(raw);
 }
-
-const storeOf = (app: AppContext): MailStore | null => (app as AppContext & { mailstore?: MailStore }).mailstore ?? null;
 
 export const inboundRoutes = [
   defineRoute({
@@ -96,7 +92,7 @@ export const inboundRoutes = [
     body: Reply,
     response: DraftReply,
     async handle({ app, principal, params, body }) {
-      return draftReply(app, storeOf(app), principal.teamId, inboundId(params.id), body);
+      return draftReply(app, app.mailstore, principal.teamId, inboundId(params.id), body);
     },
   }),
 ];
