@@ -50,13 +50,13 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
   }
 
   return async (raw, routes, opts) => {
-    const mailboxIds = [...new Set(routes.flatMap((r) => r.mailboxIds))];
+    // The accounts were read at RCPT; a mailbox deleted since then fails the delivery (not_found) and retries.
+    const accounts = new Map(routes.flatMap((r) => r.accounts).map((a) => [a.id, a]));
     const headers = parseHeaders(raw);
     const targets: DeliveryTarget[] = [];
     const forwards: Array<{ account: MailboxAccount; to: string[] }> = [];
-    for (const id of mailboxIds) {
-      const [account, rules] = await Promise.all([store.getAccount(id), store.getFilters(id)]);
-      if (!account) continue; // deleted between RCPT and DATA
+    for (const [id, account] of accounts) {
+      const rules = await store.getFilters(id);
       const plan = planDelivery(rules, { headers, size: raw.length }, { mailboxId: id, folder: opts.junk ? 'Junk' : 'INBOX' });
       targets.push(...plan.targets.map((t) => (opts.junk ? { ...t, folder: 'Junk' } : t)));
       if (plan.forwards.length > 0) forwards.push({ account, to: plan.forwards });

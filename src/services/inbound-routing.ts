@@ -28,7 +28,7 @@ export interface LocalDomain {
 }
 
 export type RecipientRoute =
-  | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
+  | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; accounts: MailboxAccount[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
   | { kind: 'webhook'; address: string; domain: LocalDomain }
   | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
   | { kind: 'dmarc'; address: string; domain: LocalDomain };
@@ -64,9 +64,9 @@ export async function routeRecipient(ctx: AppContext, store: MailStore | null, a
   if (store && resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {
     // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
     const accounts = await Promise.all(resolved.mailboxIds.map((id) => store.getAccount(id)));
-    const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes)).map((a) => a.id);
+    const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes));
     if (open.length === 0) return { kind: 'mailbox_full' };
-    return { kind: 'mailbox', address, domain, mailboxIds: open, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
+    return { kind: 'mailbox', address, domain, mailboxIds: open.map((a) => a.id), accounts: open, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
   }
   if (domain.inboundMode === 'mailbox_then_webhook' || domain.inboundMode === 'mailbox_and_webhook') return { kind: 'webhook', address, domain };
   return { kind: 'unknown_user' };

@@ -12,6 +12,7 @@ import type { AppContext } from '../context.js';
 import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/index.js';
 import { randomBase62 } from '../core/ids.js';
+import { cachedLookups } from '../dns/cached-lookups.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
@@ -91,6 +92,7 @@ const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255)
 export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null): InboundReceiver {
   const log = ctx.log.child({ component: 'mx' });
   const hostname = ctx.config.hostname;
+  const lookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
   const writer = new Batcher<(trx: Tx) => Promise<void>, void>(async (jobs) => {
     await ctx.db.transaction(async (trx) => {
       for (const job of jobs) await job(trx);
@@ -105,7 +107,7 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
         helo: message.client.helo,
         sender: message.mailFrom,
         mta: hostname,
-        resolver: (name: string, rrtype: string) => ctx.dns.raw(name, rrtype) as Promise<string[] | string[][]>,
+        resolver: (name: string, rrtype: string) => lookup(name, rrtype) as Promise<string[] | string[][]>,
         disableBimi: true,
       });
     } catch (err) {
