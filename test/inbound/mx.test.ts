@@ -80,6 +80,28 @@ t.test('MX listener', async (t) => {
     t.match(replies[103], /^452 4\.5\.3/, 'the 101st is refused');
   });
 
+  t.test('more than 50 sessions from one address: 421 4.7.0 for the 51st', async (t) => {
+    const greet = (s: net.Socket) => new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())));
+    const open: net.Socket[] = [];
+    t.teardown(() => open.forEach((s) => s.destroy()));
+    const greetings: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const s = net.connect(mxPort, '127.0.0.1');
+      open.push(s);
+      greetings.push(await greet(s));
+    }
+    t.ok(greetings.every((g) => g.startsWith('220 ')), '50 sessions are greeted');
+    const extra = net.connect(mxPort, '127.0.0.1');
+    open.push(extra);
+    t.match(await greet(extra), /^421 4\.7\.0 Too many connections/, 'the 51st is turned away');
+    open.splice(0).forEach((s) => s.destroy());
+    const after = await until('a free slot again', async () => {
+      const r = await smtpSend(mxPort, { from: 'a@sender.example', to: ['ok@hooks.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'ok@hooks.example' }));
+      return r.ok ? r : undefined;
+    });
+    t.ok(after.ok, 'sessions are counted down when they close');
+  });
+
   t.test('garbage never crashes the listener', async (t) => {
     const replies = await rawSession(mxPort, ['EHLO x', 'MAIL FROM:<<<>>>', 'RCPT TO:<@@@>', 'DATA', 'NOOP']);
     t.match(replies[2], /^5\d\d/, 'bad MAIL FROM refused');
