@@ -17,6 +17,9 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { startMxListener, type MxListener } from './smtp/mx.js';
+import { createInboundReceiver } from './services/inbound.js';
+import { createMailboxDelivery } from './services/inbound-mailbox.js';
 import { SmtpGuards } from './limits/smtp-guards.js';
 import { startSubmission, type SubmissionListeners } from './smtp/submission.js';
 import { startPop3, type Pop3Listeners } from './pop3/server.js';
@@ -32,7 +35,7 @@ export interface Appliance {
   /** Certificate for STARTTLS and implicit TLS on the mail listeners. */
   tls: TlsMaterial;
   /** What each listener actually bound (port 0 picks a free one). */
-  ports: { api: AddressInfo; submission: AddressInfo; submissions: AddressInfo; pop3: AddressInfo; pop3s: AddressInfo };
+  ports: { api: AddressInfo; mx: AddressInfo; submission: AddressInfo; submissions: AddressInfo; pop3: AddressInfo; pop3s: AddressInfo };
   /** The one failed-login guard (and per-mailbox submission rate) shared by SMTP submission, POP3 and IMAP. */
   loginGuards: SmtpGuards;
   /** Set on the first start of an empty database. */
@@ -60,6 +63,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
+  let mx: MxListener | undefined;
   let submission: SubmissionListeners | undefined;
   let pop3: Pop3Listeners | undefined;
   let mta: Mta | undefined;
@@ -86,6 +90,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
+    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore)) });
+    ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
+    const mxListener = mx;
     const loginGuards = new SmtpGuards(ctx.clock);
     submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
     ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
@@ -98,13 +105,14 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     return {
       ctx,
       tls,
-      ports: { api: api.address, submission: submission.submission, submissions: submission.submissions, pop3: pop3.pop3, pop3s: pop3.pop3s },
+      ports: { api: api.address, mx: mxListener.address, submission: submission.submission, submissions: submission.submissions, pop3: pop3.pop3, pop3s: pop3.pop3s },
       loginGuards,
       bootstrap,
       // Stop accepting, let in-flight requests finish, then close the database.
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await mxListener.close();
           await submissionListeners.close();
           await pop3Listeners.close();
           stopWebhooks();
@@ -119,6 +127,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    await mx?.close();
     await submission?.close();
     await pop3?.close();
     stopWebhooks();

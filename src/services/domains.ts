@@ -11,6 +11,7 @@ import { newId, randomBase62 } from '../core/ids.js';
 import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
+import type { InboundMode } from './inbound-routing.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -27,6 +28,8 @@ export interface Domain {
   open_tracking: boolean;
   click_tracking: boolean;
   tls_mode: TlsMode;
+  /** What the MX does with mail for this domain (services/inbound-routing.ts). */
+  inbound_mode: InboundMode;
   dns_records: DnsRecord[];
   created_at: string;
   verified_at: string | null;
@@ -42,6 +45,7 @@ interface DomainRow {
   open_tracking: number | boolean;
   click_tracking: number | boolean;
   tls_mode: TlsMode;
+  inbound_mode?: InboundMode;
   record_status: string;
   verified_at: string | null;
   last_checked_at: string | null;
@@ -74,6 +78,7 @@ export interface UpdateDomainInput {
   open_tracking?: boolean | undefined;
   click_tracking?: boolean | undefined;
   tls_mode?: TlsMode | undefined;
+  inbound_mode?: InboundMode | undefined;
 }
 
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -146,6 +151,7 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     open_tracking: Boolean(row.open_tracking),
     click_tracking: Boolean(row.click_tracking),
     tls_mode: row.tls_mode,
+    inbound_mode: row.inbound_mode ?? 'none',
     dns_records: recordsOf(row, keys, box),
     created_at: row.created_at,
     verified_at: row.verified_at,
@@ -227,6 +233,7 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
     if (input.open_tracking !== undefined) changes.open_tracking = input.open_tracking;
     if (input.click_tracking !== undefined) changes.click_tracking = input.click_tracking;
     if (input.tls_mode !== undefined) changes.tls_mode = input.tls_mode;
+    if (input.inbound_mode !== undefined) changes.inbound_mode = input.inbound_mode;
     const next: DomainRow = { ...row, ...changes, updated_at: at.toISOString() };
     await trx('domains').where({ id }).update({ ...changes, updated_at: next.updated_at });
     const domain = await domainView(ctx, trx, next);

@@ -46,8 +46,8 @@ export interface TestAppOptions {
   dataDir?: string;
 }
 
-/** The submission and POP3 listeners bind a free port in tests (each test file its own). */
-const SUBMISSION_POP3_PORTS = { submissionPort: 0, submissionsPort: 0, pop3Port: 0, pop3sPort: 0 } as const;
+/** Every mail listener on a free port (test files run in parallel). */
+const LISTENER_PORTS = { mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0 } as const;
 
 export function makeDataDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'mail-test-'));
@@ -61,7 +61,7 @@ export function makeDataDir(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, ...SUBMISSION_POP3_PORTS, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, ...LISTENER_PORTS, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
   );
 }
 
