@@ -447,6 +447,7 @@ async function main(): Promise<void> {
       hostname: HOSTNAME,
       bind: '127.0.0.1',
       apiPort: 0,
+      mxPort: 0,
       logLevel: 'silent',
       dnsServers: [ready.dns],
       outboundPort: ready.sinkPort,

@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   });
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-webhooks-'));
-  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', webhookAllowPrivate: true, rateLimits: false });
+  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, mxPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', webhookAllowPrivate: true, rateLimits: false });
   const appliance = await startAppliance({ config });
   const ctx = appliance.ctx;
   const teamId = appliance.bootstrap!.team.id;

@@ -17,7 +17,12 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { startMxListener, type MxListener } from './smtp/mx.js';
+import { createInboundReceiver } from './services/inbound.js';
+import { createMailboxDelivery } from './services/inbound-mailbox.js';
 import { SmtpGuards } from './limits/smtp-guards.js';
+import { startSubmission, type SubmissionListeners } from './smtp/submission.js';
+import { startPop3, type Pop3Listeners } from './pop3/server.js';
 import { ImapServer } from './imap/server.js';
 import { SummaryCache } from './imap/summary-cache.js';
 
@@ -32,7 +37,9 @@ export interface Appliance {
   /** Certificate for STARTTLS and implicit TLS on the mail listeners. */
   tls: TlsMaterial;
   /** What each listener actually bound (port 0 picks a free one). */
-  ports: { api: AddressInfo; imap: AddressInfo; imaps: AddressInfo };
+  ports: { api: AddressInfo; mx: AddressInfo; submission: AddressInfo; submissions: AddressInfo; pop3: AddressInfo; pop3s: AddressInfo; imap: AddressInfo; imaps: AddressInfo };
+  /** The one failed-login guard (and per-mailbox submission rate) shared by SMTP submission, POP3 and IMAP. */
+  loginGuards: SmtpGuards;
   /** Set on the first start of an empty database. */
   bootstrap: BootstrapResult | null;
   stop(): Promise<void>;
@@ -58,6 +65,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
   let api: RunningServer | undefined;
+  let mx: MxListener | undefined;
+  let submission: SubmissionListeners | undefined;
+  let pop3: Pop3Listeners | undefined;
   let imap: ImapServer | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
@@ -83,25 +93,35 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
-    // Failed-login lockout shared by SMTP submission and IMAP (one object, one set of counters).
-    const guards = new SmtpGuards(ctx.clock);
-    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: guards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), tls }));
+    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore)) });
+    ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
+    const mxListener = mx;
+    const loginGuards = new SmtpGuards(ctx.clock);
+    submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
+    ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
+    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
+    ctx.log.info({ listener: 'pop3', address: pop3.pop3.address, port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
+    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: loginGuards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), tls }));
     const imapAddress = await imapServer.listen(config.imapPort, config.bind, false);
     const imapsAddress = await imapServer.listen(config.imapsPort, config.bind, true);
-    ctx.log.info({ listener: 'imap', port: imapAddress.port }, 'listening');
-    ctx.log.info({ listener: 'imaps', port: imapsAddress.port }, 'listening');
+    ctx.log.info({ listener: 'imap', address: imapAddress.address, port: imapAddress.port, tlsPort: imapsAddress.port }, 'listening');
+    const [submissionListeners, pop3Listeners] = [submission, pop3];
 
     const server = api;
     let stopping: Promise<void> | undefined;
     return {
       ctx,
       tls,
-      ports: { api: api.address, imap: imapAddress, imaps: imapsAddress },
+      ports: { api: api.address, mx: mxListener.address, submission: submission.submission, submissions: submission.submissions, pop3: pop3.pop3, pop3s: pop3.pop3s, imap: imapAddress, imaps: imapsAddress },
+      loginGuards,
       bootstrap,
       // Stop accepting, let in-flight requests finish, then close the database.
       stop: () =>
         (stopping ??= (async () => {
           await server.close();
+          await mxListener.close();
+          await submissionListeners.close();
+          await pop3Listeners.close();
           await imapServer.close();
           stopWebhooks();
           stopRetention();
@@ -115,6 +135,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     };
   } catch (err) {
     await api?.close(0);
+    await mx?.close();
+    await submission?.close();
+    await pop3?.close();
     await imap?.close();
     stopWebhooks();
     await ctx.jobs.stop();

@@ -63,6 +63,8 @@ export interface Config {
   webhookTimeoutMs: number;
   /** Edge and per-credential request rate limits (MAIL_RATE_LIMITS=on|off); benchmarks turn them off. */
   rateLimits: boolean;
+  /** A message failing DMARC whose domain publishes p=reject: refused at the MX (550 5.7.1), or kept and filed as junk. */
+  inboundDmarcReject: 'refuse' | 'junk';
 }
 
 export class ConfigError extends Error {
@@ -207,6 +209,7 @@ const FIELDS = [
     'MAIL_RATE_LIMITS',
     z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be on or off' })),
   ),
+  field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

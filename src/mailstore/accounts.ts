@@ -155,6 +155,10 @@ export function createAccountOps(core: Core) {
       return ids.length;
     },
 
+    async hasDeletedAccounts(deletedBefore: Date): Promise<boolean> {
+      return (await core.db('mailboxes').where('deleted_at', '<', deletedBefore.toISOString()).first('id')) !== undefined;
+    },
+
     async updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount> {
       const update: Partial<MailboxRow> = { updated_at: nowIso(core) };
       if (patch.displayName !== undefined) update.display_name = patch.displayName;

@@ -278,6 +278,8 @@ export interface MailStore {
   updateAccount(id: number, patch: { displayName?: string | null; quotaBytes?: number }): Promise<MailboxAccount>;
   /** Hard-deletes up to `limit` accounts soft-deleted before `deletedBefore` with all they hold; answers how many (for retention). */
   purgeDeletedAccounts(deletedBefore: Date, limit?: number): Promise<number>;
+  /** True when some account was soft-deleted before `deletedBefore` (retention's cheap look before it enqueues work). */
+  hasDeletedAccounts(deletedBefore: Date): Promise<boolean>;
   /** Shares granted by `ownerId` (who may open this mailbox). */
   listShares(ownerId: number): Promise<Share[]>;
   /** Grants (or changes) `targetId`'s access to `ownerId`'s mailbox. */

@@ -8,15 +8,20 @@ import type { Logger } from '../core/logger.js';
 import { composeMessage, type ComposeInput } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 
-/** Compose, then sign unless `key` is null. What a render thread runs, and the inline path. */
-export async function renderMessage(message: ComposeInput, key: DkimKey | null, at: Date): Promise<Buffer> {
-  const raw = await composeMessage(message);
+/** A finished message to sign as it is (a raw send: SMTP submission). A Buffer arrives in a thread as a Uint8Array. */
+export interface RawMessage {
+  raw: Uint8Array;
+}
+
+/** Compose (unless the message is finished already), then sign unless `key` is null. What a render thread runs, and the inline path. */
+export async function renderMessage(message: ComposeInput | RawMessage, key: DkimKey | null, at: Date): Promise<Buffer> {
+  const raw = 'raw' in message ? Buffer.from(message.raw.buffer, message.raw.byteOffset, message.raw.byteLength) : await composeMessage(message);
   return key ? signMessage(raw, key, at) : raw;
 }
 
 export interface RenderRequest {
   id: number;
-  message: ComposeInput;
+  message: ComposeInput | RawMessage;
   /** The DKIM key; null renders an unsigned message (the box's own system mail). */
   key: { domain: string; selector: string; /** PKCS#8 PEM */ pem: string } | null;
   /** Signature time, epoch ms. */
@@ -50,7 +55,7 @@ export class RenderPool {
   }
 
   /** The message composed and signed; rejects when it cannot be built or signed. */
-  render(message: ComposeInput, key: RenderRequest['key'], at: Date): Promise<Buffer> {
+  render(message: ComposeInput | RawMessage, key: RenderRequest['key'], at: Date): Promise<Buffer> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
     if (this.threads.length === 0) return renderMessage(message, key && { domain: key.domain, selector: key.selector, privateKey: key.pem }, at);
     // The least busy thread.

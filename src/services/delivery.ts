@@ -51,6 +51,8 @@ interface Loaded {
   attachments: AttachmentRow[];
   /** The sender domain's signing key; SYSTEM_SENDER for a system email; undefined when the domain is gone. */
   key: Omit<DomainKeyRow, 'domain_id'> | undefined;
+  /** A raw send's finished message (SMTP submission): signed as it is instead of composed. */
+  source: Buffer | undefined;
 }
 
 /** What one delivery attempt changes, written together with other attempts' changes by one transaction. */
@@ -107,6 +109,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     const emails = await reads<EmailRow>('emails').whereIn('id', ids);
     const recipients = await reads<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
     const attachments = await reads<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position');
+    const sources = await reads<{ email_id: number; raw: Buffer }>('email_sources').whereIn('email_id', ids);
     const domainIds = [...new Set(emails.map((e) => e.domain_id).filter((d): d is string => d !== null))];
     const domainKeys = domainIds.length
       ? await reads('domains as d')
@@ -123,6 +126,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
         recipients: recipients.filter((r) => r.email_id === id),
         attachments: attachments.filter((a) => a.email_id === id),
         key: isSystemEmail(email) ? SYSTEM_SENDER : domainKeys.find((k) => k.domain_id === email.domain_id),
+        source: sources.find((s) => s.email_id === id)?.raw,
       };
     });
   });
@@ -145,6 +149,8 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
 
   function buildSignedMessage(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>, at: Date): Promise<Buffer> {
     const { email } = l;
+    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
+    if (l.source) return renderer.render({ raw: l.source }, signer, at);
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
     const message = {
       from: parseMailbox(email.from_header)!,
@@ -159,7 +165,6 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       messageId: email.message_id,
       date: new Date(email.created_at),
     };
-    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
     return renderer.render(message, signer, at);
   }
 

@@ -3,18 +3,20 @@
 //   DKIM  TXT  <selector>._domainkey.<d>  v=DKIM1; k=rsa; p=<key>    required: one per published key
 //   DMARC TXT  _dmarc.<domain>            v=DMARC1; p=none; rua=…    recommended
 //   MX    MX   <domain>                   <box> (priority 10)        recommended: inbound mail and late bounces
+//   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp)  0 1 <port> <box>   informational (RFC 6186)
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
 import { spf } from 'mailauth/lib/spf/index.js';
 import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
 
 export type RecordStatus = 'pending' | 'verified' | 'failed';
-export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX';
+export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV';
 
 export interface DnsRecord {
   /** What the record is for. */
   record: RecordKind;
-  type: 'TXT' | 'MX' | 'CNAME';
+  type: 'TXT' | 'MX' | 'CNAME' | 'SRV';
   name: string;
+  /** SRV: `<weight> <port> <target>` (the priority is `priority`, as for MX). */
   value: string;
   priority?: number;
   ttl: 'Auto';
@@ -37,15 +39,40 @@ export interface CheckResult {
 
 /** Key of a record in the stored status map; stable across hostname changes. */
 export function recordKey(r: Pick<DnsRecord, 'record' | 'name'>): string {
-  return r.record === 'DKIM' ? `DKIM:${r.name}` : r.record;
+  return r.record === 'DKIM' || r.record === 'SRV' ? `${r.record}:${r.name}` : r.record;
 }
 
 export function dkimRecordValue(publicKey: string): string {
   return `v=DKIM1; k=rsa; p=${publicKey}`;
 }
 
-/** The records to publish for `domain` on a box called `hostname`, every status `pending`. */
-export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[]): DnsRecord[] {
+/** The client services a domain's SRV records point at (RFC 6186), with the box's port of each. */
+export interface ServicePorts {
+  imaps: number;
+  submission: number;
+  pop3s: number;
+}
+
+/** RFC 6186 SRV records: where mail clients find IMAP (TLS), submission and POP3 (TLS) for `domain`. */
+export function srvRecords(domain: string, hostname: string, ports: ServicePorts): DnsRecord[] {
+  const srv = (service: string, port: number): DnsRecord => ({
+    record: 'SRV',
+    type: 'SRV',
+    name: `_${service}._tcp.${domain}`,
+    value: `1 ${port} ${hostname}`,
+    priority: 0,
+    ttl: 'Auto',
+    required: false,
+    status: 'pending',
+  });
+  return [srv('imaps', ports.imaps), srv('submission', ports.submission), srv('pop3s', ports.pop3s)];
+}
+
+/**
+ * The records to publish for `domain` on a box called `hostname`, every status `pending`. With `ports`, the
+ * RFC 6186 SRV records for mail clients follow (informational: never required for verification).
+ */
+export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[], ports?: ServicePorts): DnsRecord[] {
   const records: DnsRecord[] = [
     { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
   ];
@@ -72,6 +99,7 @@ export function expectedRecords(domain: string, hostname: string, dkim: Publishe
     },
     { record: 'MX', type: 'MX', name: domain, value: hostname, priority: 10, ttl: 'Auto', required: false, status: 'pending' },
   );
+  if (ports) records.push(...srvRecords(domain, hostname, ports));
   return records;
 }
 
@@ -148,6 +176,28 @@ async function checkMx(dns: DnsResolver, domain: string, hostname: string): Prom
   return mx.some((r) => r.exchange === hostname) ? verified : failed(`The MX records of ${domain} do not point at ${hostname}`);
 }
 
+interface SrvAnswer {
+  priority: number;
+  weight: number;
+  port: number;
+  name: string;
+}
+
+async function checkSrv(dns: DnsResolver, record: DnsRecord): Promise<CheckResult> {
+  let answers: SrvAnswer[];
+  try {
+    answers = (await dns.raw(record.name, 'SRV')) as SrvAnswer[];
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
+    if (code === 'ENOTFOUND' || code === 'ENODATA') return failed(`No SRV record found at ${record.name}`);
+    throw new DnsLookupError('SRV', record.name, code);
+  }
+  if (answers.length === 0) return failed(`No SRV record found at ${record.name}`);
+  const [, port, target] = record.value.split(' ');
+  const match = answers.some((a) => a.name.toLowerCase().replace(/\.$/, '') === target && String(a.port) === port);
+  return match ? verified : failed(`The SRV record at ${record.name} does not point at ${target} port ${port}`);
+}
+
 /** Looks one record up through the box's resolver. Never throws: a failed look-up is a failed check. */
 export async function checkRecord(dns: DnsResolver, domain: string, hostname: string, record: DnsRecord): Promise<CheckResult> {
   try {
@@ -160,6 +210,8 @@ export async function checkRecord(dns: DnsResolver, domain: string, hostname: st
         return await checkDmarc(dns, record.name);
       case 'MX':
         return await checkMx(dns, domain, hostname);
+      case 'SRV':
+        return await checkSrv(dns, record);
     }
   } catch (err) {
     if (err instanceof DnsLookupError) return failed(`${err.message}; try again later`);

@@ -4,13 +4,14 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.js';
-import type { Plan } from '../config.js';
+import type { Config, Plan } from '../config.js';
 import type { Queryable } from '../db/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../core/errors.js';
 import { newId, randomBase62 } from '../core/ids.js';
 import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
+import type { InboundMode } from './inbound-routing.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -27,6 +28,8 @@ export interface Domain {
   open_tracking: boolean;
   click_tracking: boolean;
   tls_mode: TlsMode;
+  /** What the MX does with mail for this domain (services/inbound-routing.ts). */
+  inbound_mode: InboundMode;
   dns_records: DnsRecord[];
   created_at: string;
   verified_at: string | null;
@@ -42,6 +45,7 @@ interface DomainRow {
   open_tracking: number | boolean;
   click_tracking: number | boolean;
   tls_mode: TlsMode;
+  inbound_mode?: InboundMode;
   record_status: string;
   verified_at: string | null;
   last_checked_at: string | null;
@@ -74,6 +78,7 @@ export interface UpdateDomainInput {
   open_tracking?: boolean | undefined;
   click_tracking?: boolean | undefined;
   tls_mode?: TlsMode | undefined;
+  inbound_mode?: InboundMode | undefined;
 }
 
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -124,16 +129,20 @@ async function loadKeys(q: Queryable, domainIds: string[]): Promise<Map<string, 
   return byDomain;
 }
 
-function recordsOf(row: DomainRow, keys: DkimKeyRow[], hostname: string): DnsRecord[] {
+/** The box's name and client ports: what the records point at. */
+type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort'>;
+
+function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
   const stored = JSON.parse(row.record_status) as StoredStatus;
   const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key }));
-  return expectedRecords(row.name, hostname, published).map((r) => {
+  const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
+  return expectedRecords(row.name, box.hostname, published, ports).map((r) => {
     const s = stored[recordKey(r)];
     return s ? { ...r, status: s.status, ...(s.reason ? { reason: s.reason } : {}) } : r;
   });
 }
 
-function toDomain(row: DomainRow, keys: DkimKeyRow[], hostname: string): Domain {
+function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
   return {
     id: row.id,
     name: row.name,
@@ -142,7 +151,8 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], hostname: string): Domain 
     open_tracking: Boolean(row.open_tracking),
     click_tracking: Boolean(row.click_tracking),
     tls_mode: row.tls_mode,
-    dns_records: recordsOf(row, keys, hostname),
+    inbound_mode: row.inbound_mode ?? 'none',
+    dns_records: recordsOf(row, keys, box),
     created_at: row.created_at,
     verified_at: row.verified_at,
     last_checked_at: row.last_checked_at,
@@ -156,7 +166,7 @@ async function findRow(q: Queryable, teamId: string, id: string): Promise<Domain
 }
 
 async function domainView(ctx: AppContext, q: Queryable, row: DomainRow): Promise<Domain> {
-  return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config.hostname);
+  return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config);
 }
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test(String((err as Error)?.message));
@@ -193,7 +203,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
       };
       await trx('domains').insert(row);
       await trx('dkim_keys').insert(key);
-      const domain = toDomain(row, [key], ctx.config.hostname);
+      const domain = toDomain(row, [key], ctx.config);
       await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
       return domain;
     });
@@ -208,7 +218,7 @@ export async function listDomains(ctx: AppContext, teamId: string): Promise<Doma
   // rowid breaks ties between domains created in the same millisecond: insertion order.
   const rows = await ctx.db<DomainRow>('domains').where('team_id', teamId).orderByRaw('created_at DESC, rowid DESC');
   const keys = await loadKeys(ctx.db, rows.map((r) => r.id));
-  return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config.hostname));
+  return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config));
 }
 
 export async function getDomain(ctx: AppContext, teamId: string, id: string): Promise<Domain> {
@@ -223,6 +233,7 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
     if (input.open_tracking !== undefined) changes.open_tracking = input.open_tracking;
     if (input.click_tracking !== undefined) changes.click_tracking = input.click_tracking;
     if (input.tls_mode !== undefined) changes.tls_mode = input.tls_mode;
+    if (input.inbound_mode !== undefined) changes.inbound_mode = input.inbound_mode;
     const next: DomainRow = { ...row, ...changes, updated_at: at.toISOString() };
     await trx('domains').where({ id }).update({ ...changes, updated_at: next.updated_at });
     const domain = await domainView(ctx, trx, next);

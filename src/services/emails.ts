@@ -151,6 +151,14 @@ async function checkSend(input: SendEmailInput, domainOfTeam: (name: string) => 
   return { ...prepared, domainId: domain.id };
 }
 
+/** A finished MIME message (SMTP submission, services/raw-emails.ts): kept as given and DKIM-signed at delivery instead of composed. */
+export interface RawSource {
+  /** The message as it goes out (Bcc removed, Message-ID and Date ensured, CRLF line ends). */
+  source: Buffer;
+  /** Its Message-ID, with the angle brackets. */
+  messageId: string;
+}
+
 /** An email that passed its checks, waiting to be written with others in one transaction. */
 export interface CheckedSend {
   sender: Sender;
@@ -158,6 +166,8 @@ export interface CheckedSend {
   /** `domainId` null: the box's own system mail (system-mail.ts), which no team domain signs. */
   checked: PreparedInput & { domainId: string | null };
   hash: string | null;
+  /** Set for a raw send: the stored source replaces composition (input then only describes the email for reads). */
+  raw?: RawSource;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
@@ -170,6 +180,11 @@ function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> 
     writers.set(ctx, w);
   }
   return w;
+}
+
+/** Hands an email checked elsewhere (the raw send path) to the group-commit writer: quotas, suppressions and the write as for any send. */
+export function submitChecked(ctx: AppContext, item: CheckedSend): Promise<SendResult | AppError> {
+  return writerOf(ctx).submit(item);
 }
 
 /** Checks and accepts one email: resolves once it and its delivery job are durably stored. */
@@ -278,6 +293,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const timeline: TimelineRow[] = [];
   const events: Array<Omit<EventRow, 'id'>> = [];
   const jobs: Array<{ email: EmailRow; runAt: Date }> = [];
+  const sources: Array<{ email_id: number; raw: Buffer }> = [];
 
   for (const [n, { item, publicId }] of accepted.entries()) {
     const { sender, input, checked: c, hash } = item;
@@ -304,7 +320,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',
-      message_id: `<${publicId}@${ctx.config.hostname}>`,
+      message_id: item.raw?.messageId ?? `<${publicId}@${ctx.config.hostname}>`,
       idempotency_key: input.idempotency_key ?? null,
       request_hash: hash,
       job_id: null,
@@ -316,6 +332,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       updated_at: now,
     };
     emails.push(email);
+    if (item.raw) sources.push({ email_id: id, raw: item.raw.source });
 
     const blockedSet = suppressed.get(sender.teamId)!;
     const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)];
@@ -350,6 +367,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   for (const chunk of chunkRows(recipients)) await trx('email_recipients').insert(chunk);
   // Attachments can be large: a few rows per statement keeps each statement's size reasonable.
   for (const a of attachments) await trx('email_attachments').insert(a);
+  for (const r of sources) await trx('email_sources').insert(r);
   for (const chunk of chunkRows(timeline)) await trx('email_events').insert(chunk);
   await recordEvents(trx, events);
   return results as Array<SendResult | AppError>;

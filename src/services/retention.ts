@@ -3,7 +3,8 @@
 // appliance's timer, which holds no work) looks for expired emails and, when there are some, enqueues the
 // durable retention job. The job deletes in small batches, one short transaction each, so the API is never
 // held up: after a full batch it runs again at once (other jobs and requests interleave), after a short
-// one it is done.
+// one it is done. Mailboxes deleted through the API (a soft delete: the address stops receiving and
+// logging in at once) are purged with their messages after MAILBOX_PURGE_GRACE_MS, by the same job.
 import type { AppContext } from '../context.js';
 import { DAY, HOUR } from '../core/clock.js';
 import type { JobOutcome } from '../jobs/queue.js';
@@ -13,10 +14,16 @@ import { PLAN_LIMITS } from './limits.js';
 export const RETENTION_JOB = 'limits.retention';
 export const RETENTION_BATCH = 200;
 export const RETENTION_INTERVAL_MS = HOUR;
+/** A soft-deleted mailbox keeps its messages this long (an operator can still restore it), then is purged. */
+export const MAILBOX_PURGE_GRACE_MS = 30 * DAY;
+/** Mailboxes purged per job run (each with all its messages, one transaction each). */
+export const MAILBOX_PURGE_BATCH = 10;
 
-/** Enqueues the retention job when some email has expired (the dedupe key keeps one at a time). True when it did. */
+const purgeCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAILBOX_PURGE_GRACE_MS);
+
+/** Enqueues the retention job when some email has expired or a deleted mailbox is due (the dedupe key keeps one at a time). True when it did. */
 export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
-  if ((await expiredEmailIds(ctx, 1)).length === 0) return false;
+  if ((await expiredEmailIds(ctx, 1)).length === 0 && !(await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx)))) return false;
   return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
 }
 
@@ -60,7 +67,9 @@ export async function deleteExpiredEmails(ctx: AppContext, limit = RETENTION_BAT
 export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
   const deleted = await deleteExpiredEmails(ctx);
   if (deleted > 0) ctx.log.info({ deleted }, 'retention: deleted expired emails');
-  if (deleted >= RETENTION_BATCH) return { retryAt: ctx.clock.now() };
+  const purged = await ctx.mailstore.purgeDeletedAccounts(purgeCutoff(ctx), MAILBOX_PURGE_BATCH);
+  if (purged > 0) ctx.log.info({ purged }, 'retention: purged deleted mailboxes');
+  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH) return { retryAt: ctx.clock.now() };
 }
 
 /** The hourly wake-up of a running appliance; returns a stop function. */

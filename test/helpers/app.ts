@@ -46,6 +46,9 @@ export interface TestAppOptions {
   dataDir?: string;
 }
 
+/** Every mail listener on a free port (test files run in parallel). */
+const LISTENER_PORTS = { mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0 } as const;
+
 export function makeDataDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'mail-test-'));
 }
@@ -58,7 +61,7 @@ export function makeDataDir(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, imapPort: 0, imapsPort: 0, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, ...LISTENER_PORTS, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
   );
 }
 

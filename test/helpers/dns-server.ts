@@ -5,12 +5,18 @@ import type { DnsServer } from '../../src/config.js';
 
 const { Packet } = dns2;
 
-export type RecordType = 'A' | 'AAAA' | 'TXT' | 'MX' | 'CNAME';
+export type RecordType = 'A' | 'AAAA' | 'TXT' | 'MX' | 'CNAME' | 'SRV';
 export interface MxValue {
   exchange: string;
   priority: number;
 }
-type Value = string | MxValue;
+export interface SrvValue {
+  priority: number;
+  weight: number;
+  port: number;
+  target: string;
+}
+type Value = string | MxValue | SrvValue;
 
 export interface TestDns {
   server: DnsServer;
@@ -33,7 +39,7 @@ function chunks(text: string): string[] {
   return out.length ? out : [''];
 }
 
-const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 15: 'MX', 5: 'CNAME' };
+const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 15: 'MX', 5: 'CNAME', 33: 'SRV' };
 
 export async function startDns(): Promise<TestDns> {
   const zone = new Map<string, Map<RecordType, Value[]>>();
@@ -63,6 +69,7 @@ export async function startDns(): Promise<TestDns> {
       if (type === 'TXT') response.answers.push({ ...base, data: chunks(value as string) });
       else if (type === 'MX') response.answers.push({ ...base, ...(value as MxValue) });
       else if (type === 'CNAME') response.answers.push({ ...base, domain: value as string });
+      else if (type === 'SRV') response.answers.push({ ...base, ...(value as SrvValue) });
       else response.answers.push({ ...base, address: value as string });
     }
     send(response);

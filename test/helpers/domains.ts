@@ -6,7 +6,7 @@ import type { TestDns } from './dns-server.js';
 
 interface DnsRecordView {
   record: string;
-  type: 'TXT' | 'MX';
+  type: 'TXT' | 'MX' | 'SRV';
   name: string;
   value: string;
   priority?: number;
@@ -19,11 +19,18 @@ export interface DomainView {
   dns_records: DnsRecordView[];
 }
 
+/** An SRV record of `dns_records` (`value` is `<weight> <port> <target>`) as the DNS server serves it. */
+export function srvValue(r: Pick<DnsRecordView, 'value' | 'priority'>): { priority: number; weight: number; port: number; target: string } {
+  const [weight, port, target] = r.value.split(' ');
+  return { priority: r.priority ?? 0, weight: Number(weight), port: Number(port), target: target! };
+}
+
 /** Publishes every record the domain asks for (and an A record for the box's own name). */
 export function publishRecords(dns: TestDns, domain: DomainView): void {
   dns.set('A', TEST_HOSTNAME, ['127.0.0.1']);
   for (const r of domain.dns_records) {
     if (r.type === 'MX') dns.set('MX', r.name, [{ exchange: r.value, priority: r.priority ?? 10 }]);
+    else if (r.type === 'SRV') dns.set('SRV', r.name, [srvValue(r)]);
     else dns.set('TXT', r.name, [r.value]);
   }
 }

@@ -6,11 +6,12 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { createOtherTeam, startTestApp, testConfig, TEST_HOSTNAME, type RequestOptions, type TestResponse } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
+import { srvValue } from '../helpers/domains.js';
 import { DB_FILE } from '../../src/db/index.js';
 
 interface DnsRecord {
-  record: 'SPF' | 'DKIM' | 'DMARC' | 'MX';
-  type: 'TXT' | 'MX' | 'CNAME';
+  record: 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV';
+  type: 'TXT' | 'MX' | 'CNAME' | 'SRV';
   name: string;
   value: string;
   priority?: number;
@@ -99,6 +100,7 @@ t.test('sending domains', async (t) => {
     if (dkim) dns.set('TXT', recordOf(d, 'DKIM').name, dkim);
     if (dmarc) dns.set('TXT', recordOf(d, 'DMARC').name, dmarc);
     if (parts.mx !== false) dns.set('MX', d.name, [{ exchange: TEST_HOSTNAME, priority: 10 }]);
+    for (const r of d.dns_records.filter((x) => x.record === 'SRV')) dns.set('SRV', r.name, [srvValue(r)]);
   }
 
   async function verify(d: Domain, key?: string): Promise<Domain> {
@@ -125,7 +127,7 @@ t.test('sending domains', async (t) => {
 
     t.same(
       d.dns_records.map((r) => r.record),
-      ['SPF', 'DKIM', 'DMARC', 'MX'],
+      ['SPF', 'DKIM', 'DMARC', 'MX', 'SRV', 'SRV', 'SRV'],
     );
     for (const r of d.dns_records) {
       t.equal(r.status, 'pending', `${r.record} starts pending`);
@@ -352,7 +354,7 @@ t.test('sending domains', async (t) => {
       'newest first',
     );
     t.same(res.body.domains[2], made[0], 'each item is the full Domain');
-    t.ok(res.body.domains.every((d) => d.dns_records.length === 4));
+    t.ok(res.body.domains.every((d) => d.dns_records.length === 7));
   });
 
   t.test('GET /domains: domains created at the same instant are still newest first', async (t) => {
@@ -606,6 +608,33 @@ t.test('sending domains', async (t) => {
     t.ok(dns.queries.includes('TXT _spf.verify-folded.example'), 'the include was looked up');
   });
 
+  t.test('SRV records for mail clients (RFC 6186): listed, checked, never blocking verification', async (t) => {
+    const d = await create('verify-srv.example');
+    const srv = d.dns_records.filter((r) => r.record === 'SRV');
+    const cfg = app.appliance.ctx.config;
+    t.same(
+      srv.map(({ name, value, priority, type, required }) => ({ name, value, priority, type, required })),
+      [
+        { name: '_imaps._tcp.verify-srv.example', value: `1 ${cfg.imapsPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
+        { name: '_submission._tcp.verify-srv.example', value: `1 ${cfg.submissionPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
+        { name: '_pop3s._tcp.verify-srv.example', value: `1 ${cfg.pop3sPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
+      ],
+    );
+    // Everything but the SRV records published: verified all the same, the SRV records failed with a reason.
+    publish(d);
+    for (const r of srv) dns.remove(r.name);
+    dns.set('SRV', '_pop3s._tcp.verify-srv.example', [{ priority: 0, weight: 1, port: 1995, target: 'elsewhere.example' }]);
+    const v = await verify(d);
+    t.equal(v.status, 'verified', JSON.stringify(v.dns_records));
+    const after = v.dns_records.filter((r) => r.record === 'SRV');
+    t.match(after[0], { status: 'failed', reason: /No SRV record found at _imaps\._tcp\.verify-srv\.example/ });
+    t.match(after[2], { status: 'failed', reason: /does not point at mx\.appliance\.test port/ });
+    t.ok(dns.queries.includes('SRV _submission._tcp.verify-srv.example'), 'looked up through the resolver');
+    publish(d);
+    const again = await verify(d);
+    t.ok(again.dns_records.filter((r) => r.record === 'SRV').every((r) => r.status === 'verified' && !r.reason), 'published: verified');
+  });
+
   t.test('verify: DKIM with another key → failed', async (t) => {
     const d = await create('verify-wrongkey.example');
     const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -710,7 +739,7 @@ t.test('sending domains', async (t) => {
     t.equal(v.status, 'failed');
     for (const r of v.dns_records) {
       t.equal(r.status, 'failed', `${r.record} failed`);
-      t.match(r.reason, /DNS (TXT|MX) look-up for \S+ failed \(ESERVFAIL\)/, `${r.record}: ${r.reason}`);
+      t.match(r.reason, /DNS (TXT|MX|SRV) look-up for \S+ failed \(ESERVFAIL\)/, `${r.record}: ${r.reason}`);
     }
     t.ok(dns.queries.includes('TXT verify-servfail.example'), 'the server was asked');
     t.equal((await events('domain.failed')).filter((e) => e.data.id === d.id).length, 1);

@@ -13,12 +13,9 @@
 //     message is delivered a second time. That window (between the 250 and the commit that records it) is
 //     the one place a duplicate can happen; RFC 5321 §6.1 accepts duplicates over losses.
 // Counting at the sink is by Message-ID, which is stable across attempts (stored with the email).
-import t, { type Test } from 'tap';
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import t from 'tap';
+import { rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { FakeClock, MINUTE } from '../../src/core/clock.js';
 import { openDatabase, type Db } from '../../src/db/index.js';
@@ -26,8 +23,8 @@ import { newToken } from '../../src/services/api-keys.js';
 import { makeDataDir, request, startTestApp, TEST_HOSTNAME, type TestApp, type TestResponse } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
+import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // The process cases start real processes (tsx compiles the sources on the fly); machines are shared.
 t.setTimeout(600_000);
 
@@ -135,17 +132,6 @@ async function startRemoteMx(): Promise<RemoteMx> {
 
 // ------------------------------------------------------------------------------------------- helpers
 
-/** Polls `check` until it returns a value, with a deadline (no fixed sleeps). */
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, wait));
-  }
-}
-
 type Requester = <T = Record<string, unknown>>(method: string, path: string, opts?: { body?: unknown }) => Promise<TestResponse<T>>;
 
 async function verifyDomain(req: Requester, dns: TestDns, name: string): Promise<void> {
@@ -186,81 +172,8 @@ async function storeState(dataDir: string): Promise<{ db: Db; jobs: Array<{ id: 
 const jobOf = <J extends { payload: string }>(jobs: J[], emailRowId: number): J | undefined =>
   jobs.find((j) => (JSON.parse(j.payload) as { emailId: number }).emailId === emailRowId);
 
-// ------------------------------------------------------------------ the appliance as a killable process
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** The appliance started the way `npm start` starts it (src/main.ts), so that it can really be killed. */
-class ApplianceProcess {
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<Exit>;
-  private readonly child: ChildProcessByStdio<null, Readable, Readable>;
-  private exit: Exit | null = null;
-
-  constructor(t: Test, env: Record<string, string>) {
-    const base: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) base[k] = v;
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout.on('data', (c: Buffer) => (this.stdout += c.toString()));
-    this.child.stderr.on('data', (c: Buffer) => (this.stderr += c.toString()));
-    this.exited = new Promise((resolve) => {
-      this.child.on('close', (code, signal) => {
-        this.exit = { code, signal };
-        resolve(this.exit);
-      });
-    });
-    t.teardown(async () => {
-      if (!this.exit) {
-        this.child.kill('SIGKILL');
-        await this.exited;
-      }
-    });
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  /** The API port, from the structured `listening` log line. */
-  port(): Promise<number> {
-    return until(
-      'the listening log line',
-      () => {
-        if (this.exit) throw new Error(`the appliance exited (${JSON.stringify(this.exit)}) before listening\n${this.stderr}`);
-        for (const line of this.stdout.split('\n')) {
-          if (!line.startsWith('{')) continue;
-          try {
-            const l = JSON.parse(line) as { msg?: string; listener?: string; port?: number };
-            if (l.msg === 'listening' && l.listener === 'api') return l.port;
-          } catch {
-            // a line still being written
-          }
-        }
-        return undefined;
-      },
-      120_000,
-    );
-  }
-
-  /** SIGKILL: no handler runs, no transaction commits, nothing is flushed; what is committed stays. */
-  async kill(): Promise<Exit> {
-    this.child.kill('SIGKILL');
-    return this.exited;
-  }
-
-  /** SIGSTOP, and wait until the kernel reports the process stopped (Linux /proc). */
-  async freeze(): Promise<void> {
-    this.child.kill('SIGSTOP');
-    await until('the process to be stopped', () => (/^\d+ \(.*\) [tT]/.test(readFileSync(`/proc/${this.pid}/stat`, 'utf8')) ? true : undefined), 10_000);
-  }
-}
-
-function processEnv(dataDir: string, apiKey: string, dns: TestDns, mx: RemoteMx): Record<string, string> {
-  return {
+function processEnv(dataDir: string, apiKey: string, dns: TestDns, mx: RemoteMx): NodeJS.ProcessEnv {
+  return childEnv({
     MAIL_DATA_DIR: dataDir,
     MAIL_API_PORT: '0',
     MAIL_BIND: '127.0.0.1',
@@ -273,14 +186,7 @@ function processEnv(dataDir: string, apiKey: string, dns: TestDns, mx: RemoteMx)
     MAIL_OUTBOUND_PORT: String(mx.port),
     MAIL_DELIVERY_CONCURRENCY: '2',
     MAIL_CONNECTIONS_PER_HOST: '2',
-    MAIL_MX_PORT: '0',
-    MAIL_SUBMISSION_PORT: '0',
-    MAIL_SUBMISSIONS_PORT: '0',
-    MAIL_IMAP_PORT: '0',
-    MAIL_IMAPS_PORT: '0',
-    MAIL_POP3_PORT: '0',
-    MAIL_POP3S_PORT: '0',
-  };
+  });
 }
 
 // ------------------------------------------------------------------------------------------------ tests

@@ -115,3 +115,27 @@ t.test('retention deletes in batches of 200, the job running again at once until
   t.equal((await ctx.db('email_recipients')).length, 0);
   t.equal((await ctx.db('jobs').where({ kind: RETENTION_JOB })).length, 0);
 });
+
+t.test('a deleted mailbox keeps its messages for 30 days, then the retention job purges it', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const app = await startTestApp(t, { config: { dnsServers: [dns.server] } });
+  const ctx = app.appliance.ctx;
+  await addVerifiedDomain(app, dns, 'corp.example');
+  const made = await app.request<{ id: number }>('POST', '/mailboxes', { body: { address: 'gone@corp.example', password: 'gone-pass-1' } });
+  t.equal(made.status, 201, made.text);
+  await ctx.mailstore.deliver(Buffer.from('Subject: kept for a while\r\n\r\nhello\r\n'), [{ mailboxId: made.body.id }]);
+  t.equal((await app.request('DELETE', `/mailboxes/${made.body.id}`)).status, 200);
+  t.equal(await ctx.mailstore.findAccountByAddress('gone@corp.example'), null, 'the address stops at once');
+  t.equal((await ctx.db('mail_messages')).length, 1, 'its messages are still there');
+
+  app.clock.advance(30 * DAY - MINUTE);
+  t.equal(await scheduleRetention(ctx), false, 'a minute before 30 days: nothing to do');
+  app.clock.advance(2 * MINUTE);
+  t.equal(await scheduleRetention(ctx), true);
+  await ctx.jobs.drain();
+  t.same(await ctx.db('mailboxes').where({ id: made.body.id }), [], 'the mailbox is purged');
+  t.same(await ctx.db('mail_messages'), [], 'with its messages');
+  t.same(await ctx.db('mail_blobs'), [], 'and their sources');
+  t.equal(await scheduleRetention(ctx), false);
+});

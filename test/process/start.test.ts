@@ -1,15 +1,12 @@
 // The appliance as a process, started the way `npm start` starts it (src/main.ts): configuration
 // errors, the first-start key, the bound port in the log, restarts, and graceful shutdown.
 import t, { type Test } from 'tap';
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import http from 'node:http';
 import { rmSync } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { makeDataDir } from '../helpers/app.js';
+import { ApplianceProcess, childEnv } from '../helpers/process.js';
 import { openDatabase } from '../../src/db/index.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_DEADLINE_MS = 60_000;
 
 // Every case starts real processes (tsx compiles on the fly, a TLS certificate is generated).
@@ -18,128 +15,9 @@ t.setTimeout(600_000);
 const KEY_RE = /sk_(live|test)_[0-9A-Za-z_-]{16,}/g;
 
 function baseEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) env[k] = v;
-  return {
-    ...env,
-    MAIL_DATA_DIR: dataDir,
-    MAIL_API_PORT: '0',
-    MAIL_BIND: '127.0.0.1',
-    MAIL_HOSTNAME: 'mx.test.example',
-    MAIL_MX_PORT: '0',
-    MAIL_SUBMISSION_PORT: '0',
-    MAIL_SUBMISSIONS_PORT: '0',
-    MAIL_IMAP_PORT: '0',
-    MAIL_IMAPS_PORT: '0',
-    MAIL_POP3_PORT: '0',
-    MAIL_POP3S_PORT: '0',
-    ...extra,
-  };
+  return childEnv({ MAIL_DATA_DIR: dataDir, MAIL_BIND: '127.0.0.1', MAIL_HOSTNAME: 'mx.test.example', ...extra });
 }
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface LogLine {
-  msg?: string;
-  listener?: string;
-  address?: string;
-  port?: number;
-  [k: string]: unknown;
-}
-
-class Appliance {
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<Exit>;
-  private exit: Exit | null = null;
-  private readonly waiters = new Set<() => void>();
-  private readonly child: ChildProcessByStdio<null, Readable, Readable>;
-
-  constructor(t: Test, env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout.on('data', (c: Buffer) => {
-      this.stdout += c.toString();
-      this.wake();
-    });
-    this.child.stderr.on('data', (c: Buffer) => {
-      this.stderr += c.toString();
-      this.wake();
-    });
-    this.exited = new Promise((resolve) => {
-      this.child.on('close', (code, signal) => {
-        this.exit = { code, signal };
-        this.wake();
-        resolve(this.exit);
-      });
-    });
-    t.teardown(async () => {
-      if (!this.exit) {
-        this.child.kill('SIGKILL');
-        await this.exited;
-      }
-    });
-  }
-
-  private wake(): void {
-    for (const w of this.waiters) w();
-  }
-
-  /** Waits (event-driven, with a deadline) until `check` returns a value. */
-  waitFor<T>(what: string, check: () => T | undefined, timeoutMs = START_DEADLINE_MS): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const attempt = () => {
-        const v = check();
-        if (v !== undefined) {
-          done();
-          resolve(v);
-        } else if (this.exit) {
-          done();
-          reject(new Error(`process exited (${JSON.stringify(this.exit)}) before ${what}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`timed out waiting for ${what}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`));
-      }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(attempt);
-      };
-      this.waiters.add(attempt);
-      attempt();
-    });
-  }
-
-  logs(): LogLine[] {
-    const out: LogLine[] = [];
-    for (const line of this.stdout.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      try {
-        out.push(JSON.parse(line) as LogLine);
-      } catch {
-        // a line still being written
-      }
-    }
-    return out;
-  }
-
-  /** The API port from the structured `listening` log line. */
-  port(): Promise<number> {
-    return this.waitFor('the listening log line', () => this.logs().find((l) => l.msg === 'listening' && l.listener === 'api')?.port);
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    this.child.kill(sig);
-  }
-
-  async exitCode(timeoutMs = 30_000): Promise<Exit> {
-    await this.waitFor('exit', () => this.exit ?? undefined, timeoutMs);
-    return this.exit!;
-  }
-}
 
 function dataDir(t: Test): string {
   const dir = makeDataDir();
@@ -183,7 +61,7 @@ function connectOnce(port: number): Promise<'connected' | string> {
 t.test('a bad MAIL_API_PORT stops start-up with exit 1, naming the variable', async (t) => {
   const dir = dataDir(t);
   for (const bad of ['abc', '70000']) {
-    const app = new Appliance(t, baseEnv(dir, { MAIL_API_PORT: bad }));
+    const app = new ApplianceProcess(t, baseEnv(dir, { MAIL_API_PORT: bad }));
     const exit = await app.exitCode(START_DEADLINE_MS);
     t.equal(exit.code, 1, `MAIL_API_PORT=${bad}: exit 1`);
     t.match(app.stderr, /MAIL_API_PORT/, 'stderr names the variable');
@@ -191,7 +69,7 @@ t.test('a bad MAIL_API_PORT stops start-up with exit 1, naming the variable', as
     t.notMatch(app.stderr, /^\s+at /m, 'no stack trace');
     t.notMatch(app.stdout, KEY_RE, 'no key printed');
   }
-  const other = new Appliance(t, baseEnv(dir, { MAIL_DEFAULT_PLAN: 'gold' }));
+  const other = new ApplianceProcess(t, baseEnv(dir, { MAIL_DEFAULT_PLAN: 'gold' }));
   t.equal((await other.exitCode(START_DEADLINE_MS)).code, 1);
   t.match(other.stderr, /MAIL_DEFAULT_PLAN/);
   const db = await openDatabase(dir);
@@ -201,7 +79,7 @@ t.test('a bad MAIL_API_PORT stops start-up with exit 1, naming the variable', as
 
 t.test('first start prints one key and logs the port; a restart prints none', async (t) => {
   const dir = dataDir(t);
-  const first = new Appliance(t, baseEnv(dir));
+  const first = new ApplianceProcess(t, baseEnv(dir));
   const port = await first.port();
   t.ok(port > 0, `bound port ${port} logged`);
   const listening = first.logs().find((l) => l.msg === 'listening');
@@ -224,7 +102,7 @@ t.test('first start prints one key and logs the port; a restart prints none', as
   first.signal('SIGTERM');
   t.same(await first.exitCode(), { code: 0, signal: null }, 'SIGTERM: clean exit 0');
 
-  const second = new Appliance(t, baseEnv(dir));
+  const second = new ApplianceProcess(t, baseEnv(dir));
   const port2 = await second.port();
   t.equal((await get(port2, key, '/api-keys')).status, 200, 'the first key still works after a restart');
   t.notMatch(second.stdout, KEY_RE, 'a second start prints no key');
@@ -240,7 +118,7 @@ t.test('MAIL_BOOTSTRAP_API_KEY on an empty box: that exact value works and is ne
   const dir = dataDir(t);
   const chosen = 'sk_live_' + 'Ab3'.repeat(8);
   t.equal(chosen.length, 8 + 24);
-  const app = new Appliance(t, baseEnv(dir, { MAIL_BOOTSTRAP_API_KEY: chosen, MAIL_DEFAULT_PLAN: 'free' }));
+  const app = new ApplianceProcess(t, baseEnv(dir, { MAIL_BOOTSTRAP_API_KEY: chosen, MAIL_DEFAULT_PLAN: 'free' }));
   const port = await app.port();
   const res = await get(port, chosen, '/api-keys');
   t.equal(res.status, 200, 'the chosen value authenticates');
@@ -269,7 +147,7 @@ t.test('MAIL_BOOTSTRAP_API_KEY on an empty box: that exact value works and is ne
   // A test-mode value makes a test-mode key.
   const dir2 = dataDir(t);
   const testKey = 'sk_test_' + 'Qw7'.repeat(8);
-  const app2 = new Appliance(t, baseEnv(dir2, { MAIL_BOOTSTRAP_API_KEY: testKey }));
+  const app2 = new ApplianceProcess(t, baseEnv(dir2, { MAIL_BOOTSTRAP_API_KEY: testKey }));
   const port2 = await app2.port();
   const res2 = await get(port2, testKey, '/api-keys');
   t.equal(res2.status, 200);
@@ -279,7 +157,7 @@ t.test('MAIL_BOOTSTRAP_API_KEY on an empty box: that exact value works and is ne
   t.notOk(app2.stdout.includes(testKey));
 
   // On a box that is already set up, the variable changes nothing.
-  const app3 = new Appliance(t, baseEnv(dir, { MAIL_BOOTSTRAP_API_KEY: 'sk_live_' + 'Zz9'.repeat(8) }));
+  const app3 = new ApplianceProcess(t, baseEnv(dir, { MAIL_BOOTSTRAP_API_KEY: 'sk_live_' + 'Zz9'.repeat(8) }));
   const port3 = await app3.port();
   t.equal((await get(port3, 'sk_live_' + 'Zz9'.repeat(8), '/api-keys')).status, 401, 'not applied to a non-empty box');
   t.equal((await get(port3, chosen, '/api-keys')).status, 200);
@@ -289,7 +167,7 @@ t.test('MAIL_BOOTSTRAP_API_KEY on an empty box: that exact value works and is ne
 
 t.test('SIGTERM with a request in flight: it is answered, the process exits 0, the database is intact', async (t) => {
   const dir = dataDir(t);
-  const app = new Appliance(t, baseEnv(dir));
+  const app = new ApplianceProcess(t, baseEnv(dir));
   const port = await app.port();
   const key = await app.waitFor('the first-start key', () => /sk_live_[0-9A-Za-z]{32}/.exec(app.stdout)?.[0]);
 
@@ -348,7 +226,7 @@ t.test('SIGTERM with a request in flight: it is answered, the process exits 0, t
   );
   await db.destroy();
 
-  const again = new Appliance(t, baseEnv(dir));
+  const again = new ApplianceProcess(t, baseEnv(dir));
   const port2 = await again.port();
   t.notMatch(again.stdout, KEY_RE, 'no new bootstrap');
   const listed = await get(port2, issued.token, '/api-keys');
@@ -360,7 +238,7 @@ t.test('SIGTERM with a request in flight: it is answered, the process exits 0, t
 
 t.test('SIGTERM on an idle appliance exits 0 and logs its shutdown', async (t) => {
   const dir = dataDir(t);
-  const app = new Appliance(t, baseEnv(dir));
+  const app = new ApplianceProcess(t, baseEnv(dir));
   await app.port();
   app.signal('SIGTERM');
   t.same(await app.exitCode(), { code: 0, signal: null });

@@ -3,28 +3,16 @@
 // already answered 2xx (and that was recorded) is never sent again. The one window for a duplicate is the
 // same as for email (README): a 2xx received but not yet recorded when the process dies; the receiver
 // de-duplicates by X-Service-Webhook-Id.
-import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
+import t from 'tap';
 import { rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { FakeClock, SECOND } from '../../src/core/clock.js';
 import { openDatabase } from '../../src/db/index.js';
 import { newToken } from '../../src/services/api-keys.js';
 import { makeDataDir, request, startTestApp, TEST_HOSTNAME } from '../helpers/app.js';
+import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 t.setTimeout(600_000);
-
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, wait));
-  }
-}
 
 /** 2xx answers per delivery id. */
 function acks(r: WebhookReceiver): Map<string, number> {
@@ -86,61 +74,23 @@ t.test('stopped with a retry due, a delivery held by a dead worker and an event 
 
 // ----------------------------------------------------------------------------------- a real SIGKILL
 
-function startProcess(t: Test, env: Record<string, string>) {
-  const base: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) base[k] = v;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', () => undefined);
-  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  t.teardown(async () => {
-    child.kill('SIGKILL');
-    await exited;
-  });
-  const port = until(
-    'the listening log line',
-    () => {
-      for (const line of stdout.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try {
-          const l = JSON.parse(line) as { msg?: string; listener?: string; port?: number };
-          if (l.msg === 'listening' && l.listener === 'api') return l.port;
-        } catch {
-          // partial line
-        }
-      }
-      return undefined;
-    },
-    120_000,
-  );
-  return {
-    port,
-    kill: async () => {
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
-}
-
 t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx exactly once after the restart', async (t) => {
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
   const dataDir = makeDataDir();
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const apiKey = newToken('live');
-  const env = {
+  const env = childEnv({
     MAIL_DATA_DIR: dataDir,
-    MAIL_API_PORT: '0',
     MAIL_BIND: '127.0.0.1',
     MAIL_HOSTNAME: TEST_HOSTNAME,
     MAIL_LOG_LEVEL: 'info',
     MAIL_BOOTSTRAP_API_KEY: apiKey,
     MAIL_WEBHOOK_ALLOW_PRIVATE: 'true',
     MAIL_WEBHOOK_TIMEOUT_MS: '60000',
-  };
-  const first = startProcess(t, env);
-  const port1 = await first.port;
+  });
+  const first = new ApplianceProcess(t, env);
+  const port1 = await first.port();
   const req1 = (m: string, p: string, o?: { body?: unknown }) => request(`http://127.0.0.1:${port1}`, apiKey, m, p, o);
   const hook = await req1('POST', '/webhooks', { body: { url: receiver.url, events: ['domain.updated'] } });
   t.equal(hook.status, 201);
@@ -154,8 +104,8 @@ t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx e
   await first.kill();
 
   receiver.answer = 200;
-  const second = startProcess(t, env);
-  await second.port;
+  const second = new ApplianceProcess(t, env);
+  await second.port();
   await until('all six answered 2xx', () => (acks(receiver).size === 6 ? true : undefined));
   const a = acks(receiver);
   t.ok([...a.values()].every((n) => n === 1), 'each delivery answered 2xx exactly once');

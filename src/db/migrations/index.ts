@@ -6,6 +6,8 @@ import * as emails from './003-emails.js';
 import * as webhooks from './004-webhooks.js';
 import * as limits from './005-limits.js';
 import * as mailstore from './006-mailstore.js';
+import * as inbound from './007-inbound.js';
+import * as submission from './008-submission.js';
 
 export interface Migration {
   name: string;
@@ -20,4 +22,6 @@ export const migrations: Migration[] = [
   { name: '004-webhooks', ...webhooks },
   { name: '005-limits', ...limits },
   { name: '006-mailstore', ...mailstore },
+  { name: '007-inbound', ...inbound },
+  { name: '008-submission', ...submission },
 ];

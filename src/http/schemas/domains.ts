@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REGIONS, TLS_MODES } from '../../services/domains.js';
 import { boolean } from './common.js';
+import { INBOUND_MODES } from '../../services/inbound-routing.js';
 
 const region = z.enum(REGIONS, { error: `must be ${REGIONS.join(', ')} (the only region)` });
 const tlsMode = z.enum(TLS_MODES, { error: `must be one of ${TLS_MODES.join(', ')}` });
@@ -17,16 +18,21 @@ export const CreateDomain = z
   .meta({ id: 'CreateDomain' });
 
 export const UpdateDomain = z
-  .object({ open_tracking: boolean().optional(), click_tracking: boolean().optional(), tls_mode: tlsMode.optional() })
-  .refine((v) => v.open_tracking !== undefined || v.click_tracking !== undefined || v.tls_mode !== undefined, {
-    message: 'Request body must contain at least one of: open_tracking, click_tracking, tls_mode',
+  .object({
+    open_tracking: boolean().optional(),
+    click_tracking: boolean().optional(),
+    tls_mode: tlsMode.optional(),
+    inbound_mode: z.enum(INBOUND_MODES, { error: `must be one of ${INBOUND_MODES.join(', ')}` }).optional(),
+  })
+  .refine((v) => v.open_tracking !== undefined || v.click_tracking !== undefined || v.tls_mode !== undefined || v.inbound_mode !== undefined, {
+    message: 'Request body must contain at least one of: open_tracking, click_tracking, tls_mode, inbound_mode',
   })
   .meta({ id: 'UpdateDomain' });
 
 export const DnsRecord = z
   .object({
-    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX']),
-    type: z.enum(['TXT', 'MX', 'CNAME']),
+    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX', 'SRV']),
+    type: z.enum(['TXT', 'MX', 'CNAME', 'SRV']),
     name: z.string(),
     value: z.string(),
     priority: z.number().int().optional(),
@@ -46,6 +52,7 @@ export const Domain = z
     open_tracking: z.boolean(),
     click_tracking: z.boolean(),
     tls_mode: tlsMode,
+    inbound_mode: z.enum(INBOUND_MODES),
     dns_records: z.array(DnsRecord),
     created_at: z.iso.datetime(),
     verified_at: z.iso.datetime().nullable(),

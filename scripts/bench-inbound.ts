@@ -1,0 +1,213 @@
+// Inbound benchmark: the real appliance (startAppliance) receiving at its MX port.
+//
+//   npm run bench:inbound -- [--messages 20000] [--clients 20] [--mailboxes 100]
+//
+// 20 concurrent SMTP clients (one session each, plain SMTP, one message per transaction) deliver 20,000
+// messages of 2–20 KB to 100 mailboxes. Every message goes the whole way: mailauth (SPF, DKIM, DMARC, ARC
+// against a loopback DNS server), trace headers, the mailbox's filters, `store.deliver` committed (group
+// commit) before the 250. Printed: messages accepted per second, time from the end of DATA (the final dot
+// written) to the 250 (p50, p99, max), peak RSS of the process.
+//
+// Threads: the appliance runs alone on the main thread; the "internet" (the DNS server and the SMTP
+// clients) runs on a worker thread so that its JavaScript does not share the appliance's event loop (the
+// machine's CPUs and the RSS figure are shared).
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+
+interface Options {
+  messages: number;
+  clients: number;
+  mailboxes: number;
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { messages: 20_000, clients: 20, mailboxes: 100 };
+  for (let i = 0; i < argv.length; i++) {
+    const name = argv[i]!.replace(/^--/, '') as keyof Options;
+    if (!(name in o)) throw new Error(`unknown option ${argv[i]}`);
+    const n = Number(argv[++i]);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+    o[name] = n;
+  }
+  return o;
+}
+
+const DOMAIN = 'bench.example';
+const SENDER = 'sender.bench';
+
+// ------------------------------------------------------------------------------ worker: DNS + clients
+
+interface ClientResult {
+  accepted: number;
+  refused: number;
+  latenciesMs: number[];
+}
+
+/** A minimal SMTP client: one session, MAIL/RCPT/DATA per message, timing the final dot → reply. */
+async function runClient(port: number, jobs: Array<{ to: string; body: string }>): Promise<ClientResult> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  let buffer = '';
+  let waiter: ((line: string) => void) | null = null;
+  socket.on('data', (d: Buffer) => {
+    buffer += d.toString('latin1');
+    for (;;) {
+      const m = /^(\d{3}) [^\r\n]*\r\n/m.exec(buffer);
+      if (!m || !waiter) break;
+      const end = m.index + m[0].length;
+      const line = buffer.slice(m.index, end).trim();
+      buffer = buffer.slice(end);
+      const w = waiter;
+      waiter = null;
+      w(line);
+    }
+  });
+  const reply = () => new Promise<string>((resolve) => (waiter = resolve));
+  const command = async (c: string) => {
+    const p = reply();
+    socket.write(c + '\r\n');
+    return p;
+  };
+  await reply(); // greeting
+  await command('EHLO client.sender.bench');
+  const out: ClientResult = { accepted: 0, refused: 0, latenciesMs: [] };
+  for (const job of jobs) {
+    await command(`MAIL FROM:<news@${SENDER}>`);
+    const rcpt = await command(`RCPT TO:<${job.to}>`);
+    if (!rcpt.startsWith('250')) {
+      out.refused++;
+      await command('RSET');
+      continue;
+    }
+    await command('DATA');
+    const p = reply();
+    socket.write(job.body);
+    const start = performance.now();
+    socket.write('\r\n.\r\n');
+    const final = await p;
+    out.latenciesMs.push(performance.now() - start);
+    if (final.startsWith('250')) out.accepted++;
+    else out.refused++;
+  }
+  await command('QUIT');
+  socket.destroy();
+  return out;
+}
+
+function messageBody(i: number, to: string, size: number): string {
+  const head = [
+    `From: News <news@${SENDER}>`,
+    `To: ${to}`,
+    `Subject: Bench message ${i}`,
+    'Date: Sun, 1 Mar 2026 10:00:00 +0000',
+    `Message-ID: <bench-${i}@${SENDER}>`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    '',
+  ].join('\r\n');
+  const line = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt.\r\n';
+  let body = '';
+  while (head.length + body.length < size) body += line;
+  return head + body.slice(0, Math.max(0, size - head.length - 2));
+}
+
+async function workerMain(): Promise<void> {
+  const { startDns } = await import('../test/helpers/dns-server.js');
+  const dns = await startDns();
+  dns.set('TXT', SENDER, ['v=spf1 ip4:127.0.0.1 -all']);
+  dns.set('TXT', `_dmarc.${SENDER}`, ['v=DMARC1; p=none']);
+  parentPort!.postMessage({ dns: dns.server });
+  parentPort!.once('message', async (msg: { mxPort: number; opts: Options }) => {
+    const { mxPort, opts } = msg;
+    // Sizes 2–20 KB, spread evenly (deterministic), recipients round-robin over the mailboxes.
+    const perClient: Array<Array<{ to: string; body: string }>> = Array.from({ length: opts.clients }, () => []);
+    for (let i = 0; i < opts.messages; i++) {
+      const to = `user${i % opts.mailboxes}@${DOMAIN}`;
+      const size = 2048 + ((i * 7919) % (18 * 1024 + 1));
+      perClient[i % opts.clients]!.push({ to, body: messageBody(i, to, size) });
+    }
+    const started = performance.now();
+    const results = await Promise.all(perClient.map((jobs) => runClient(mxPort, jobs)));
+    const elapsedMs = performance.now() - started;
+    parentPort!.postMessage({ results, elapsedMs });
+    await dns.stop();
+  });
+}
+
+// ------------------------------------------------------------------------------ main: the appliance
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const [{ loadConfig }, { startAppliance }, { newToken }] = await Promise.all([
+    import('../src/config.js'),
+    import('../src/appliance.js'),
+    import('../src/services/api-keys.js'),
+  ]);
+  // tsx's loader is not inherited by worker threads: the worker boots through tsx's API.
+  const boot = `import('tsx/esm/api').then((api) => api.tsImport(${JSON.stringify(import.meta.url)}, ${JSON.stringify(import.meta.url)}))`;
+  const worker = new Worker(boot, { eval: true, workerData: { role: 'internet' } });
+  const dnsServer = await new Promise<{ host: string; port: number }>((resolve, reject) => {
+    worker.once('message', (m: { dns: { host: string; port: number } }) => resolve(m.dns));
+    worker.once('error', reject);
+  });
+
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mail-bench-inbound-'));
+  const config = loadConfig(
+    {},
+    { dataDir, bind: '127.0.0.1', apiPort: 0, mxPort: 0, hostname: 'mx.bench.test', logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsServers: [dnsServer], rateLimits: false },
+  );
+  const appliance = await startAppliance({ config });
+  const { ctx } = appliance;
+  try {
+    const teamId = appliance.bootstrap!.team.id;
+    // The domain and its mailboxes are set up through the services directly (no DNS verification needed).
+    const { createDomain } = await import('../src/services/domains.js');
+    const domain = await createDomain(ctx, teamId, { name: DOMAIN, region: 'eu-west-1', open_tracking: false, click_tracking: false, tls_mode: 'opportunistic' });
+    await Promise.all(
+      Array.from({ length: opts.mailboxes }, (_, i) => ctx.mailstore.createAccount({ teamId, domainId: domain.id, address: `user${i}@${DOMAIN}`, password: `bench-password-${i}` })),
+    );
+
+    let peakRss = process.memoryUsage().rss;
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+    const done = new Promise<{ results: ClientResult[]; elapsedMs: number }>((resolve) => worker.once('message', resolve));
+    worker.postMessage({ mxPort: appliance.ports.mx.port, opts });
+    const { results, elapsedMs } = await done;
+    clearInterval(sampler);
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+
+    const accepted = results.reduce((n, r) => n + r.accepted, 0);
+    const refused = results.reduce((n, r) => n + r.refused, 0);
+    const lat = results.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
+    const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? 0;
+    let stored = 0;
+    for (const a of (await ctx.mailstore.listAccounts({ teamId, offset: 0, limit: opts.mailboxes })).accounts) stored += (await ctx.mailstore.getFolder(a.id, 'INBOX'))?.messages ?? 0;
+    const line = (k: string, v: string) => process.stdout.write(`${k.padEnd(28)} ${v}\n`);
+    process.stdout.write(`\nbench:inbound — ${opts.messages} messages, ${opts.clients} clients, ${opts.mailboxes} mailboxes, 2–20 KB\n`);
+    line('accepted', `${accepted} (${refused} refused)`);
+    line('stored in INBOXes', String(stored));
+    line('elapsed', `${(elapsedMs / 1000).toFixed(2)} s`);
+    line('accepted per second', (accepted / (elapsedMs / 1000)).toFixed(0));
+    line('end of DATA → 250, p50', `${pct(50).toFixed(1)} ms`);
+    line('end of DATA → 250, p99', `${pct(99).toFixed(1)} ms`);
+    line('end of DATA → 250, max', `${(lat.at(-1) ?? 0).toFixed(1)} ms`);
+    line('peak RSS', `${(peakRss / 1024 / 1024).toFixed(0)} MB`);
+  } finally {
+    await worker.terminate();
+    await appliance.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (isMainThread) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench:inbound failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+} else if ((workerData as { role?: string }).role === 'internet') {
+  void workerMain();
+}

@@ -1,0 +1,39 @@
+// A short-lived answer cache for the look-ups mailauth makes on inbound mail (SPF, DKIM keys, DMARC
+// policies, ARC): a burst of mail from one sender asks the same few names again and again, as a local
+// caching resolver would absorb. Answers and "no such record" answers are kept for `ttlMs`; failures
+// (timeouts, SERVFAIL) are not kept; identical look-ups in flight share one query. Bounded in size.
+import type { DnsResolver } from './resolver.js';
+
+export type RawLookup = (name: string, rrtype: string) => Promise<unknown>;
+
+const NEGATIVE = new Set(['ENOTFOUND', 'ENODATA']);
+
+export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_000, maxEntries = 10_000): RawLookup {
+  const cache = new Map<string, { until: number; value?: unknown; error?: unknown }>();
+  const inFlight = new Map<string, Promise<unknown>>();
+  return (name, rrtype) => {
+    const key = `${rrtype} ${name.toLowerCase()}`;
+    const hit = cache.get(key);
+    if (hit && hit.until > now()) return hit.error !== undefined ? Promise.reject(hit.error) : Promise.resolve(hit.value);
+    let p = inFlight.get(key);
+    if (!p) {
+      const store = (entry: { value?: unknown; error?: unknown }) => {
+        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+        cache.set(key, { until: now() + ttlMs, ...entry });
+      };
+      p = dns.raw(name, rrtype).then(
+        (value) => {
+          store({ value });
+          return value;
+        },
+        (error: unknown) => {
+          if (NEGATIVE.has((error as NodeJS.ErrnoException)?.code ?? '')) store({ error });
+          throw error;
+        },
+      );
+      inFlight.set(key, p);
+      void p.catch(() => undefined).finally(() => inFlight.delete(key));
+    }
+    return p;
+  };
+}

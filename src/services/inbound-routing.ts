@@ -1,0 +1,73 @@
+// Which recipients the MX accepts, and where each one's copy goes. In order of precedence:
+//   1. our own return paths, `bounces+<em_id>@<domain of the box>`: bounce (DSN) and complaint (ARF) notices;
+//   2. the rua address we publish, `dmarc-reports@<domain>`: DMARC aggregate reports;
+//   3. mailboxes, aliases and the domain's catch-all (the mail store's resolveAddress);
+//   4. the domain's inbound routing setting (`inbound_mode`, PATCH /domains/{id}):
+//        none                  only mailboxes, aliases and catch-alls receive; any other address is unknown
+//        webhook               every address of the domain becomes an inbound email (email.inbound);
+//                              mailboxes are not used
+//        mailbox_then_webhook  addresses served by a mailbox go to it; all others become inbound emails
+//        mailbox_and_webhook   as above, and mail for mailboxes also becomes an inbound email
+// A domain that is not one of the box's is not local: the MX is no relay.
+import type { AppContext } from '../context.js';
+import { readsOf } from '../db/index.js';
+import type { MailboxAccount, MailStore } from '../mailstore/types.js';
+import { emailIdFromReturnPath } from './feedback.js';
+
+export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
+export type InboundMode = (typeof INBOUND_MODES)[number];
+
+/** The local part the published DMARC record names (`rua=mailto:dmarc-reports@<domain>`). */
+export const DMARC_RUA_LOCAL_PART = 'dmarc-reports';
+
+export interface LocalDomain {
+  id: string;
+  teamId: string;
+  name: string;
+  inboundMode: InboundMode;
+}
+
+export type RecipientRoute =
+  | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; accounts: MailboxAccount[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
+  | { kind: 'webhook'; address: string; domain: LocalDomain }
+  | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
+  | { kind: 'dmarc'; address: string; domain: LocalDomain };
+
+export type Refusal = { kind: 'unknown_user' } | { kind: 'not_local' } | { kind: 'mailbox_full' };
+
+interface DomainRow {
+  id: string;
+  team_id: string;
+  name: string;
+  inbound_mode: string;
+}
+
+export async function findLocalDomain(ctx: AppContext, name: string): Promise<LocalDomain | null> {
+  const row = await readsOf(ctx.db)<DomainRow>('domains').where({ name: name.toLowerCase() }).first('id', 'team_id', 'name', 'inbound_mode');
+  if (!row) return null;
+  const mode = (INBOUND_MODES as readonly string[]).includes(row.inbound_mode) ? (row.inbound_mode as InboundMode) : 'none';
+  return { id: row.id, teamId: row.team_id, name: row.name, inboundMode: mode };
+}
+
+/** Where mail for `address` goes, or why it is refused. `store` is null while no mail store is wired. */
+export async function routeRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
+  const at = address.lastIndexOf('@');
+  if (at <= 0) return { kind: 'unknown_user' };
+  const local = address.slice(0, at);
+  const domain = await findLocalDomain(ctx, address.slice(at + 1));
+  if (!domain) return { kind: 'not_local' };
+  const emailPublicId = emailIdFromReturnPath(address);
+  if (emailPublicId) return { kind: 'feedback', address, domain, emailPublicId };
+  if (local.toLowerCase() === DMARC_RUA_LOCAL_PART) return { kind: 'dmarc', address, domain };
+  if (domain.inboundMode === 'webhook') return { kind: 'webhook', address, domain };
+  const resolved = store ? await store.resolveAddress(address) : { kind: 'none' as const };
+  if (store && resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {
+    // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
+    const accounts = await Promise.all(resolved.mailboxIds.map((id) => store.getAccount(id)));
+    const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes));
+    if (open.length === 0) return { kind: 'mailbox_full' };
+    return { kind: 'mailbox', address, domain, mailboxIds: open.map((a) => a.id), accounts: open, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
+  }
+  if (domain.inboundMode === 'mailbox_then_webhook' || domain.inboundMode === 'mailbox_and_webhook') return { kind: 'webhook', address, domain };
+  return { kind: 'unknown_user' };
+}

@@ -1,0 +1,197 @@
+// Receiving one message at the MX, after its recipients were accepted (services/inbound-routing.ts):
+//   1. authenticate it with mailauth (SPF, DKIM, DMARC, ARC) through the box's resolver;
+//   2. decide: a DMARC failure under p=reject is refused, or filed as junk (MAIL_INBOUND_DMARC_REJECT);
+//   3. prepend our trace headers (Return-Path, Authentication-Results, Received-SPF, Received), after removing
+//      any Authentication-Results that claims to be ours (RFC 8601 §5);
+//   4. store durably: mailbox copies (the mail store, filters applied), inbound emails for webhook routes,
+//      bounce and complaint notices applied to our emails, DMARC aggregate reports. Only then does the
+//      adapter answer 250. A failure before the end answers 4xx and the sender retries (at-least-once).
+// The database writes of messages arriving together share one transaction (group commit, db/batcher.ts).
+import { authenticate, type AuthenticateResult } from 'mailauth';
+import type { AppContext } from '../context.js';
+import { Batcher } from '../db/batcher.js';
+import type { Tx } from '../db/index.js';
+import { randomBase62 } from '../core/ids.js';
+import { cachedLookups } from '../dns/cached-lookups.js';
+import type { DmarcAggregateReport } from './dmarc-reports.js';
+import { storeDmarcReport } from './dmarc-reports.js';
+import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
+import { insertInbound, parseInbound, type AuthSummary, type ParsedInbound } from './inbound-emails.js';
+import type { LocalDomain, RecipientRoute } from './inbound-routing.js';
+
+export interface InboundClient {
+  ip: string;
+  /** EHLO/HELO name. */
+  helo: string;
+  tls: boolean;
+}
+
+/** What the adapter read from a message sent to our own addresses (pure parsers in src/smtp/reports/). */
+export interface Notices {
+  bounce?: BounceNotice | null;
+  complaint?: ComplaintNotice | null;
+  dmarc?: DmarcAggregateReport | { error: string };
+}
+
+export interface InboundMessage {
+  raw: Buffer;
+  /** Envelope sender; '' for the null reverse path (bounces). */
+  mailFrom: string;
+  routes: RecipientRoute[];
+  client: InboundClient;
+  notices: Notices;
+}
+
+export type ReceiveResult =
+  | { status: 'accepted'; queueId: string; junk: boolean }
+  | { status: 'refused'; reason: 'dmarc_reject'; message: string };
+
+/** Mailbox delivery, wired by the composition root once a mail store exists (services/inbound-mailbox.ts). */
+export type MailboxDelivery = (raw: Buffer, routes: Array<Extract<RecipientRoute, { kind: 'mailbox' }>>, opts: { junk: boolean; mailFrom: string }) => Promise<void>;
+
+export interface InboundReceiver {
+  receive(message: InboundMessage): Promise<ReceiveResult>;
+}
+
+function summarize(auth: AuthenticateResult | null, header: string): AuthSummary {
+  if (!auth) return { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', arc: 'temperror', header };
+  const dkim = auth.dkim.results ?? [];
+  return {
+    spf: auth.spf ? auth.spf.status.result : 'none',
+    dkim: dkim.length === 0 ? 'none' : dkim.some((r) => r.status.result === 'pass') ? 'pass' : (dkim[0]!.status.result as string),
+    dmarc: auth.dmarc ? auth.dmarc.status.result : 'none',
+    arc: auth.arc ? auth.arc.status.result : 'none',
+    header,
+  };
+}
+
+const RFC2822_DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const RFC2822_MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+/** RFC 5322 §3.3 date-time in UTC. */
+export function rfc5322Date(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${RFC2822_DAYS[d.getUTCDay()]}, ${d.getUTCDate()} ${RFC2822_MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
+}
+
+/** Removes Authentication-Results fields whose authserv-id is ours: only this box may speak for itself. */
+export function stripOwnAuthResults(raw: Buffer, authservId: string): Buffer {
+  const text = raw.toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  const head = end < 0 ? text : text.slice(0, end);
+  const escaped = authservId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const own = new RegExp(`^authentication-results:\\s*${escaped}\\s*(;|$)`, 'i');
+  if (!/^authentication-results:/im.test(head)) return raw;
+  const fields = head.split(/\r?\n(?![ \t])/);
+  const kept = fields.filter((f) => !own.test(f.replace(/\r?\n[ \t]+/g, ' ')));
+  if (kept.length === fields.length) return raw;
+  return Buffer.concat([Buffer.from(kept.join('\r\n'), 'latin1'), raw.subarray(Buffer.byteLength(head, 'latin1'))]);
+}
+
+const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255);
+
+export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null): InboundReceiver {
+  const log = ctx.log.child({ component: 'mx' });
+  const hostname = ctx.config.hostname;
+  const lookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
+  const writer = new Batcher<(trx: Tx) => Promise<void>, void>(async (jobs) => {
+    await ctx.db.transaction(async (trx) => {
+      for (const job of jobs) await job(trx);
+    });
+    return jobs.map(() => undefined);
+  });
+
+  async function check(message: InboundMessage): Promise<AuthenticateResult | null> {
+    try {
+      return await authenticate(message.raw, {
+        ip: message.client.ip,
+        helo: message.client.helo,
+        sender: message.mailFrom,
+        mta: hostname,
+        resolver: (name: string, rrtype: string) => lookup(name, rrtype) as Promise<string[] | string[][]>,
+        disableBimi: true,
+      });
+    } catch (err) {
+      log.warn({ err }, 'mailauth could not check a message');
+      return null;
+    }
+  }
+
+  async function receive(message: InboundMessage): Promise<ReceiveResult> {
+    const queueId = randomBase62(16);
+    const at = ctx.clock.now();
+    const auth = await check(message);
+    // mailauth's folding can leave empty lines between fields: one field per line group, CRLF-terminated.
+    const authHeaders = auth
+      ? auth.headers.split(/\r?\n/).filter((l) => l.trim() !== '').map((l) => `${l}\r\n`).join('')
+      : `Authentication-Results: ${hostname}; none (authentication could not be checked)\r\n`;
+    const summary = summarize(auth, authHeaders.replace(/\r?\n[ \t]*/g, ' ').trim());
+
+    const dmarc = auth?.dmarc;
+    const dmarcReject = Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'reject');
+    if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
+      log.info({ queueId, from: message.mailFrom, domain: dmarc ? dmarc.domain : null }, 'refused: DMARC policy reject');
+      return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc ? dmarc.domain : 'its domain'} publishes p=reject` };
+    }
+    const junk = dmarcReject || Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'quarantine');
+
+    const rcpts = message.routes.map((r) => r.address);
+    const received =
+      `Received: from ${cleanHeaderValue(message.client.helo || 'unknown')} ([${message.client.ip}])\r\n` +
+      `\tby ${hostname} with ${message.client.tls ? 'ESMTPS' : 'ESMTP'} id ${queueId}${rcpts.length === 1 ? `\r\n\tfor <${cleanHeaderValue(rcpts[0]!)}>` : ''};\r\n\t${rfc5322Date(at)}\r\n`;
+    const trace = Buffer.from(`Return-Path: <${cleanHeaderValue(message.mailFrom)}>\r\n${authHeaders}${received}`, 'utf8');
+    const stored = Buffer.concat([trace, stripOwnAuthResults(message.raw, hostname)]);
+
+    // 1. Mailboxes (the store commits its own transaction; filters decided per mailbox).
+    const mailboxRoutes = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'mailbox' }> => r.kind === 'mailbox');
+    if (mailboxRoutes.length > 0) {
+      if (!mailboxes) throw new Error('mailbox delivery is not wired');
+      await mailboxes(stored, mailboxRoutes, { junk, mailFrom: message.mailFrom });
+    }
+
+    // 2. Everything in the box's own tables, in one (shared) transaction.
+    const webhook = new Map<string, { domain: LocalDomain; rcpt: string[]; mailboxIds: number[] }>();
+    for (const r of message.routes) {
+      if (r.kind !== 'webhook' && !(r.kind === 'mailbox' && r.alsoWebhook)) continue;
+      const entry = webhook.get(r.domain.id) ?? { domain: r.domain, rcpt: [], mailboxIds: [] };
+      entry.rcpt.push(r.address);
+      if (r.kind === 'mailbox') entry.mailboxIds.push(...r.mailboxIds);
+      webhook.set(r.domain.id, entry);
+    }
+    let parsed: ParsedInbound | undefined;
+    if (webhook.size > 0) parsed = await parseInbound(stored);
+    const feedback = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'feedback' }> => r.kind === 'feedback');
+    const reports = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'dmarc' }> => r.kind === 'dmarc');
+    if (webhook.size === 0 && feedback.length === 0 && reports.length === 0) return { status: 'accepted', queueId, junk };
+
+    const { notices } = message;
+    await writer.submit(async (trx) => {
+      for (const w of webhook.values()) {
+        const view = await insertInbound(trx, at, { domain: w.domain, mailFrom: message.mailFrom, rcptTo: w.rcpt, mailboxIds: [...new Set(w.mailboxIds)], auth: summary, junk, raw: stored, message: parsed! });
+        log.info({ queueId, inbound: view.id, domain: w.domain.name }, 'inbound email stored');
+      }
+      for (const f of feedback) {
+        const target = { domain: f.domain.name, emailPublicId: f.emailPublicId };
+        if (notices.complaint) {
+          const r = await applyComplaint(trx, at, hostname, target, notices.complaint);
+          log.info({ queueId, email: r.emailId, recipients: r.applied, feedbackType: notices.complaint.feedbackType }, 'complaint report');
+        } else if (notices.bounce) {
+          const r = await applyBounce(trx, at, hostname, target, notices.bounce);
+          log.info({ queueId, email: r.emailId, recipients: r.applied }, 'bounce notice');
+        } else {
+          log.info({ queueId, to: f.address }, 'mail to a return path that is neither a bounce nor a complaint: dropped');
+        }
+      }
+      for (const d of reports) {
+        if (!notices.dmarc || 'error' in notices.dmarc) {
+          log.warn({ queueId, to: d.address, reason: notices.dmarc && 'error' in notices.dmarc ? notices.dmarc.error : 'not parsed' }, 'unreadable DMARC report: dropped');
+          continue;
+        }
+        const outcome = await storeDmarcReport(trx, at, { id: d.domain.id, teamId: d.domain.teamId, name: d.domain.name }, notices.dmarc);
+        log.info({ queueId, domain: d.domain.name, org: notices.dmarc.orgName, reportId: notices.dmarc.reportId, outcome }, 'DMARC aggregate report');
+      }
+    });
+    return { status: 'accepted', queueId, junk };
+  }
+
+  return { receive };
+}

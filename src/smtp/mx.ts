@@ -1,0 +1,227 @@
+// The MX listener (MAIL_MX_PORT): smtp-server hooks as thin adapters over the inbound services.
+//   connect   per-IP and overall connection caps (421 4.7.0)
+//   MAIL      any sender, the null reverse path included; a declared SIZE over the limit is 552 5.3.4
+//   RCPT      services/inbound-routing.ts decides; unknown user 550 5.1.1, a domain we do not serve
+//             550 5.7.1 (no relaying), more than MAX_RECIPIENTS 452 4.5.3
+//   DATA      read up to the size limit (552 5.3.4 past it); reports addressed to us parsed here (pure
+//             codecs in ./reports/); services/inbound.ts authenticates and stores; 250 only after it
+//             committed; DMARC reject 550 5.7.1; anything unexpected 451 4.3.0 (the sender retries).
+// STARTTLS with the box's certificate; no AUTH on the MX. Nothing a client sends can throw out of a hook.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { AppContext } from '../context.js';
+import type { TlsMaterial } from '../core/key-material.js';
+import type { MailStore } from '../mailstore/types.js';
+import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
+import type { InboundReceiver, Notices } from '../services/inbound.js';
+import { MailboxFullError } from '../services/inbound-mailbox.js';
+import { isFeedbackReport, parseComplaint } from './reports/arf.js';
+import { parseAggregateReport } from './reports/dmarc-aggregate.js';
+import { parseBounce } from './reports/dsn.js';
+import { parseMime, type MimePart } from './reports/mime.js';
+
+/** The listener's limits, each a named figure (README "Inbound mail"). */
+export const MX_LIMITS = {
+  /** Largest message accepted (bytes of DATA): the same 36 MB as the API's body cap. */
+  maxMessageBytes: 36 * 1024 * 1024,
+  /** Recipients per message (RFC 5321 §4.5.3.1.8 asks for at least 100). */
+  maxRecipients: 100,
+  /** Sessions at once, all clients together. */
+  maxConnections: 500,
+  /** Sessions at once from one IP address. */
+  maxConnectionsPerIp: 50,
+  /** Idle time before a silent session is dropped (RFC 5321 §4.5.3.2.7 suggests 5 minutes). */
+  idleTimeoutMs: 5 * 60 * 1000,
+  /** How long a stop waits for sessions to finish before closing them. */
+  closeTimeoutMs: 2000,
+};
+
+export type MxLimits = typeof MX_LIMITS;
+
+/** Replies, in one table (code + enhanced status + text). */
+export const MX_REPLIES = {
+  tooManyConnections: { code: 421, text: '4.7.0 Too many connections from your address, try again later' },
+  unknownUser: { code: 550, text: '5.1.1 No such user here' },
+  relayDenied: { code: 550, text: '5.7.1 Relaying denied: this server does not accept mail for that domain' },
+  tooManyRecipients: { code: 452, text: '4.5.3 Too many recipients' },
+  mailboxFull: { code: 452, text: '4.2.2 Mailbox full, try again later' },
+  tooBig: { code: 552, text: '5.3.4 Message too big for system' },
+  noRecipients: { code: 503, text: '5.5.1 No valid recipients' },
+  dmarcReject: { code: 550, text: '5.7.1' },
+  temporary: { code: 451, text: '4.3.0 Temporary local problem, please try again later' },
+  lookupFailed: { code: 451, text: '4.3.0 Temporary failure looking up the recipient, please try again later' },
+} as const;
+
+const smtpError = (reply: { code: number; text: string }, extra = '') => Object.assign(new Error(extra ? `${reply.text} ${extra}` : reply.text), { responseCode: reply.code });
+
+export interface MxListener {
+  address: AddressInfo;
+  close(): Promise<void>;
+}
+
+export interface MxOptions {
+  tls: TlsMaterial;
+  receiver: InboundReceiver;
+  store: MailStore | null;
+  limits?: Partial<MxLimits>;
+}
+
+const isOurs = (address: string) => /^(bounces\+|mailer-daemon@|postmaster@)/i.test(address);
+
+/** Reports addressed to our own addresses, parsed before the message is stored (bad input: no notice). */
+export function readNotices(raw: Buffer, routes: RecipientRoute[]): Notices {
+  const notices: Notices = {};
+  const wantsFeedback = routes.some((r) => r.kind === 'feedback');
+  const wantsDmarc = routes.some((r) => r.kind === 'dmarc');
+  if (!wantsFeedback && !wantsDmarc) return notices;
+  let root: MimePart;
+  try {
+    root = parseMime(raw);
+  } catch {
+    return wantsDmarc ? { dmarc: { error: 'the message could not be parsed' } } : notices;
+  }
+  if (wantsFeedback) {
+    try {
+      if (isFeedbackReport(root)) notices.complaint = parseComplaint(root);
+      else notices.bounce = parseBounce(root, isOurs);
+    } catch {
+      notices.bounce = null;
+    }
+  }
+  if (wantsDmarc) {
+    try {
+      notices.dmarc = parseAggregateReport(root);
+    } catch (err) {
+      notices.dmarc = { error: (err as Error).message };
+    }
+  }
+  return notices;
+}
+
+export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise<MxListener> {
+  const limits = { ...MX_LIMITS, ...opts.limits };
+  const log = ctx.log.child({ component: 'mx' });
+  const perIp = new Map<string, number>();
+  const routes = new WeakMap<SMTPServerAddress, RecipientRoute>();
+  const counted = new WeakSet<SMTPServerSession>();
+  const inFlight = new Set<Promise<unknown>>();
+
+  async function readMessage(stream: SMTPServerDataStream): Promise<{ raw: Buffer; tooBig: boolean }> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size <= limits.maxMessageBytes) chunks.push(chunk);
+    }
+    return { raw: Buffer.concat(chunks), tooBig: stream.sizeExceeded || size > limits.maxMessageBytes };
+  }
+
+  async function handleData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    const { raw, tooBig } = await readMessage(stream);
+    if (tooBig) throw smtpError(MX_REPLIES.tooBig);
+    const accepted: RecipientRoute[] = [];
+    for (const a of session.envelope.rcptTo) {
+      const route = routes.get(a) ?? (await routeRecipient(ctx, opts.store, a.address));
+      if ('address' in route) accepted.push(route);
+    }
+    if (accepted.length === 0) throw smtpError(MX_REPLIES.noRecipients);
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const result = await opts.receiver.receive({
+      raw,
+      mailFrom,
+      routes: accepted,
+      client: { ip: session.remoteAddress, helo: session.hostNameAppearsAs || '', tls: Boolean(session.secure) },
+      notices: readNotices(raw, accepted),
+    });
+    if (result.status === 'refused') throw smtpError(MX_REPLIES.dmarcReject, result.message);
+    return `2.0.0 Ok: queued as ${result.queueId}`;
+  }
+
+  const server = new SMTPServer({
+    name: ctx.config.hostname,
+    banner: `${ctx.config.hostname} ESMTP`,
+    secure: false,
+    key: opts.tls.key,
+    cert: opts.tls.cert,
+    size: limits.maxMessageBytes,
+    // SIZE is advertised without its figure so that MAIL FROM's SIZE check is ours (552 5.3.4).
+    hideSize: true,
+    authOptional: true,
+    disabledCommands: ['AUTH'],
+    maxClients: limits.maxConnections,
+    socketTimeout: limits.idleTimeoutMs,
+    closeTimeout: limits.closeTimeoutMs,
+    disableReverseLookup: true,
+    logger: false,
+    onConnect(session, callback) {
+      const ip = session.remoteAddress;
+      const n = perIp.get(ip) ?? 0;
+      if (n >= limits.maxConnectionsPerIp) return callback(smtpError(MX_REPLIES.tooManyConnections));
+      perIp.set(ip, n + 1);
+      counted.add(session);
+      callback();
+    },
+    onClose(session) {
+      if (!counted.has(session)) return;
+      counted.delete(session);
+      const n = (perIp.get(session.remoteAddress) ?? 1) - 1;
+      if (n <= 0) perIp.delete(session.remoteAddress);
+      else perIp.set(session.remoteAddress, n);
+    },
+    onMailFrom(address, _session, callback) {
+      const args = address.args ? (address.args as Record<string, string | undefined>) : {};
+      const declared = Number(args.SIZE ?? 0);
+      if (declared > limits.maxMessageBytes) return callback(smtpError(MX_REPLIES.tooBig));
+      callback();
+    },
+    onRcptTo(address, session, callback) {
+      if (session.envelope.rcptTo.length >= limits.maxRecipients) return callback(smtpError(MX_REPLIES.tooManyRecipients));
+      routeRecipient(ctx, opts.store, address.address).then(
+        (route) => {
+          if (route.kind === 'not_local') return callback(smtpError(MX_REPLIES.relayDenied));
+          if (route.kind === 'unknown_user') return callback(smtpError(MX_REPLIES.unknownUser));
+          if (route.kind === 'mailbox_full') return callback(smtpError(MX_REPLIES.mailboxFull));
+          routes.set(address, route);
+          callback();
+        },
+        (err: unknown) => {
+          log.error({ err }, 'recipient look-up failed');
+          callback(smtpError(MX_REPLIES.lookupFailed));
+        },
+      );
+    },
+    onData(stream, session, callback) {
+      const work = handleData(stream, session).then(
+        (reply) => callback(null, reply),
+        (err: unknown) => {
+          if (err instanceof Error && 'responseCode' in err) return callback(err);
+          if (err instanceof MailboxFullError) return callback(smtpError(MX_REPLIES.mailboxFull));
+          log.error({ err }, 'a message could not be stored');
+          callback(smtpError(MX_REPLIES.temporary));
+        },
+      );
+      inFlight.add(work);
+      void work.finally(() => inFlight.delete(work));
+    },
+  });
+  server.on('error', (err) => log.warn({ err }, 'mx session error'));
+
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(ctx.config.mxPort, ctx.config.bind, () => {
+      server.server.removeListener('error', reject);
+      resolve();
+    });
+  });
+  const address = server.server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  return {
+    address,
+    close: () =>
+      (closing ??= (async () => {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await Promise.allSettled([...inFlight]);
+      })()),
+  };
+}

@@ -1,0 +1,196 @@
+// SMTP submission (RFC 6409) on two listeners: MAIL_SUBMISSION_PORT (STARTTLS; AUTH only once the session
+// is encrypted) and MAIL_SUBMISSIONS_PORT (implicit TLS, RFC 8314). smtp-server speaks the protocol; the
+// hooks below are thin adapters over services/submission.ts, and every refusal is one of the replies in
+// REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { AppContext } from '../context.js';
+import type { TlsMaterial } from '../core/key-material.js';
+import { AppError } from '../core/errors.js';
+import { normaliseAddress } from '../core/address.js';
+import type { SmtpGuards } from '../limits/smtp-guards.js';
+import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/quotas.js';
+import { MAX_RECIPIENTS } from '../services/emails.js';
+import { authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/submission.js';
+
+/** Largest message accepted (SIZE, RFC 1870): the API's 36 MB body cap, enough for 25 MB of attachments once encoded. */
+export const SUBMISSION_MAX_BYTES = 36 * 1024 * 1024;
+/** Connections open at once, per listener. */
+export const SUBMISSION_MAX_CLIENTS = 500;
+/** An idle connection is closed after this (RFC 5321 §4.5.3.2 suggests 5 minutes for commands). */
+export const SUBMISSION_SOCKET_TIMEOUT_MS = 5 * 60_000;
+/** On stop, open sessions get this long to finish before they are cut. */
+export const SUBMISSION_CLOSE_TIMEOUT_MS = 10_000;
+
+/** Every reply the submission hooks give (smtp-server's own replies aside), with its enhanced status code (RFC 3463). */
+export const REPLY = {
+  accepted: { code: 250, enhanced: '2.0.0' },
+  loginBlocked: { code: 454, enhanced: '4.7.0' },
+  badCredentials: { code: 535, enhanced: '5.7.8' },
+  rateLimited: { code: 451, enhanced: '4.7.0' },
+  quota: QUOTA_SMTP_REPLY, // 451 4.7.1
+  badAddress: { code: 553, enhanced: '5.1.3' },
+  tooManyRecipients: { code: 452, enhanced: '4.5.3' },
+  tooLarge: { code: 552, enhanced: '5.3.4' },
+  badMessage: { code: 554, enhanced: '5.6.0' },
+  notAuthorised: { code: 550, enhanced: '5.7.1' },
+  temporary: { code: 451, enhanced: '4.3.0' },
+} as const;
+
+type Reply = (typeof REPLY)[keyof typeof REPLY];
+
+/** An error smtp-server sends as `<code> <enhanced> <text>`. */
+class SmtpReply extends Error {
+  readonly responseCode: number;
+  constructor(reply: Reply, text: string) {
+    super(`${reply.enhanced} ${text}`);
+    this.responseCode = reply.code;
+  }
+}
+
+export interface SubmissionOptions {
+  ctx: AppContext;
+  store: SubmissionStore;
+  guards: SmtpGuards;
+  tls: TlsMaterial;
+}
+
+export interface SubmissionListeners {
+  submission: AddressInfo;
+  submissions: AddressInfo;
+  close(): Promise<void>;
+}
+
+const userOf = (session: SMTPServerSession) => session.user as Submitter | undefined;
+
+/** The reply for an error of the send path. */
+function replyFor(ctx: AppContext, err: unknown): SmtpReply {
+  if (err instanceof SmtpReply) return err;
+  if (isSendQuotaRefusal(err)) return new SmtpReply(REPLY.quota, err.message);
+  if (err instanceof AppError) {
+    if (err.status === 400) return new SmtpReply(REPLY.badMessage, err.message);
+    if (err.status === 403 || err.status === 422) return new SmtpReply(REPLY.notAuthorised, err.message);
+    if (err.status === 429) return new SmtpReply(REPLY.rateLimited, err.message);
+  }
+  ctx.log.error({ err }, 'submission: the message could not be accepted');
+  return new SmtpReply(REPLY.temporary, 'Temporary failure, please try again later');
+}
+
+/** Reads DATA into one Buffer; past the size limit the rest is drained and dropped. */
+function readMessage(stream: SMTPServerDataStream): Promise<{ raw: Buffer; tooLarge: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= SUBMISSION_MAX_BYTES) chunks.push(chunk);
+    });
+    stream.once('error', reject);
+    stream.once('end', () => resolve({ raw: Buffer.concat(chunks), tooLarge: stream.sizeExceeded || size > SUBMISSION_MAX_BYTES }));
+  });
+}
+
+function createServer(opts: SubmissionOptions, secure: boolean): SMTPServer {
+  const { ctx, store, guards, tls } = opts;
+  const log = ctx.log.child({ component: 'submission' });
+  const server = new SMTPServer({
+    name: ctx.config.hostname,
+    banner: 'ESMTP submission',
+    secure,
+    key: tls.key,
+    cert: tls.cert,
+    // AUTH only over TLS: on the STARTTLS port smtp-server answers AUTH on a plain session with
+    // "538 Must issue a STARTTLS command first" and does not advertise it; MAIL needs AUTH (530).
+    authOptional: false,
+    allowInsecureAuth: false,
+    hideSTARTTLS: false,
+    authMethods: ['PLAIN', 'LOGIN'],
+    // Our replies carry their own enhanced codes (REPLY); smtp-server's defaults would add a second, generic one.
+    hideENHANCEDSTATUSCODES: true,
+    size: SUBMISSION_MAX_BYTES,
+    maxClients: SUBMISSION_MAX_CLIENTS,
+    socketTimeout: SUBMISSION_SOCKET_TIMEOUT_MS,
+    closeTimeout: SUBMISSION_CLOSE_TIMEOUT_MS,
+    disableReverseLookup: true,
+    logger: false,
+
+    onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, callback) {
+      const ip = session.remoteAddress;
+      const username = auth.username ?? '';
+      if (guards.loginBlocked(ip, username)) {
+        return callback(new SmtpReply(REPLY.loginBlocked, 'Too many failed logins; try again later'));
+      }
+      authenticateSubmitter(ctx, store, username, auth.password ?? '')
+        .then((who) => {
+          if (!who) {
+            guards.loginFailed(ip, username);
+            return callback(new SmtpReply(REPLY.badCredentials, 'Authentication credentials invalid'));
+          }
+          callback(null, { user: who });
+        })
+        .catch((err: unknown) => callback(replyFor(ctx, err)));
+    },
+
+    onMailFrom(_address, session, callback) {
+      const who = userOf(session);
+      if (who?.kind === 'mailbox') {
+        // Spec, Limits: 60 messages per hour per mailbox login (a refused attempt counts too).
+        const hit = guards.mailboxSubmission(String(who.account.id));
+        if (!hit.allowed) {
+          return callback(new SmtpReply(REPLY.rateLimited, `Rate limit: at most ${hit.limit} messages per hour per mailbox; try again in ${hit.retryAfter} s`));
+        }
+      }
+      callback();
+    },
+
+    onRcptTo(address, session, callback) {
+      if (!normaliseAddress(address.address)) return callback(new SmtpReply(REPLY.badAddress, `<${address.address}> is not a valid address`));
+      if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) {
+        return callback(new SmtpReply(REPLY.tooManyRecipients, `Too many recipients: at most ${MAX_RECIPIENTS} per message`));
+      }
+      callback();
+    },
+
+    onData(stream, session, callback) {
+      const who = userOf(session);
+      readMessage(stream)
+        .then(async ({ raw, tooLarge }) => {
+          if (tooLarge) throw new SmtpReply(REPLY.tooLarge, `Message exceeds the ${SUBMISSION_MAX_BYTES / 1024 / 1024} MB limit`);
+          if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
+          const recipients = session.envelope.rcptTo.map((r) => r.address);
+          const result = await submitMessage(ctx, store, who, { recipients, raw });
+          callback(null, `${REPLY.accepted.enhanced} Ok: queued as ${result.id}`);
+        })
+        .catch((err: unknown) => callback(replyFor(ctx, err)));
+    },
+  });
+  server.on('error', (err) => log.warn({ err }, 'submission: connection error'));
+  return server;
+}
+
+function listen(server: SMTPServer, bind: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(port, bind, () => {
+      server.server.off('error', reject);
+      resolve(server.server.address() as AddressInfo);
+    });
+  });
+}
+
+const closeServer = (server: SMTPServer) => new Promise<void>((resolve) => server.close(() => resolve()));
+
+/** Starts both submission listeners on the configured ports (0: any free port). */
+export async function startSubmission(opts: SubmissionOptions): Promise<SubmissionListeners> {
+  const { config } = opts.ctx;
+  const plain = createServer(opts, false);
+  const implicit = createServer(opts, true);
+  try {
+    const submission = await listen(plain, config.bind, config.submissionPort);
+    const submissions = await listen(implicit, config.bind, config.submissionsPort);
+    return { submission, submissions, close: async () => void (await Promise.all([closeServer(plain), closeServer(implicit)])) };
+  } catch (err) {
+    await Promise.all([closeServer(plain), closeServer(implicit)]);
+    throw err;
+  }
+}

@@ -1,0 +1,249 @@
+// The MX listener over real sockets: recipients accepted or refused, STARTTLS, the size limit, mailauth's
+// verdicts on signed and forged mail (loopback DNS), DMARC reject refused or filed as junk, and mail for a
+// webhook-routed domain becoming an inbound email with its email.inbound webhook.
+import t from 'tap';
+import net from 'node:net';
+import { addInboundDomain, buildMessage, publishSender, smtpSend, startInbound, until } from './support.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+
+interface InboundView {
+  id: number;
+  domain: string;
+  from: string;
+  to: string[];
+  subject: string;
+  text: string | null;
+  headers: Array<{ name: string; value: string }>;
+  envelope: { mail_from: string; rcpt_to: string[] };
+  authentication: { spf: string; dkim: string; dmarc: string; arc: string };
+  junk: boolean;
+  attachments: Array<{ filename: string | null; content_type: string; size: number; content_id: string | null }>;
+}
+
+/** Talks SMTP by hand, for what a library would not send; answers each command's reply. */
+async function rawSession(port: number, commands: string[]): Promise<string[]> {
+  const socket = net.connect(port, '127.0.0.1');
+  let buffer = '';
+  const replies: string[] = [];
+  const next = () =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const m = /(^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buffer);
+        if (!m) return false;
+        const end = m.index + m[0].length;
+        const reply = buffer.slice(0, end);
+        buffer = buffer.slice(end);
+        resolve(reply.trim());
+        return true;
+      };
+      if (check()) return;
+      const onData = (d: Buffer) => {
+        buffer += d.toString('latin1');
+        if (check()) socket.off('data', onData);
+      };
+      socket.on('data', onData);
+      socket.once('error', reject);
+    });
+  replies.push(await next());
+  for (const c of commands) {
+    socket.write(c + '\r\n');
+    replies.push(await next());
+  }
+  socket.destroy();
+  return replies;
+}
+
+t.test('MX listener', async (t) => {
+  const { app, dns, mxPort } = await startInbound(t);
+  const hooks = await startWebhookReceiver();
+  t.teardown(() => hooks.close());
+  const hook = await app.request('POST', '/webhooks', { body: { url: hooks.url, events: ['email.inbound'] } });
+  t.equal(hook.status, 201, 'webhook endpoint for email.inbound');
+  const domain = await addInboundDomain(app, 'hooks.example', 'webhook');
+  await addInboundDomain(app, 'closed.example', 'none');
+  const sender = publishSender(dns, 'sender.example', 'reject');
+
+  t.test('recipients: a domain the box does not serve is no relay; unknown users of a closed domain are refused', async (t) => {
+    const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', 'RCPT TO:<x@elsewhere.example>', 'RCPT TO:<nobody@closed.example>', 'RCPT TO:<anyone@hooks.example>', 'QUIT']);
+    t.match(replies[0], /^220 mx\.appliance\.test ESMTP/, 'banner');
+    t.match(replies[1], /STARTTLS/, 'STARTTLS offered');
+    t.notMatch(replies[1], /AUTH/, 'no AUTH on the MX');
+    t.match(replies[3], /^550 5\.7\.1 Relaying denied/, 'not ours: 550 5.7.1');
+    t.match(replies[4], /^550 5\.1\.1 /, 'unknown user: 550 5.1.1');
+    t.match(replies[5], /^250/, 'a webhook-routed domain accepts any address');
+  });
+
+  t.test('more than 100 recipients: 452 4.5.3 from the 101st', async (t) => {
+    const rcpts = Array.from({ length: 101 }, (_, i) => `RCPT TO:<u${i}@hooks.example>`);
+    const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', ...rcpts, 'QUIT']);
+    t.match(replies[102], /^250/, 'the 100th is accepted');
+    t.match(replies[103], /^452 4\.5\.3/, 'the 101st is refused');
+  });
+
+  t.test('more than 50 sessions from one address: 421 4.7.0 for the 51st', async (t) => {
+    const greet = (s: net.Socket) => new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())));
+    const open: net.Socket[] = [];
+    t.teardown(() => open.forEach((s) => s.destroy()));
+    const greetings: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const s = net.connect(mxPort, '127.0.0.1');
+      open.push(s);
+      greetings.push(await greet(s));
+    }
+    t.ok(greetings.every((g) => g.startsWith('220 ')), '50 sessions are greeted');
+    const extra = net.connect(mxPort, '127.0.0.1');
+    open.push(extra);
+    t.match(await greet(extra), /^421 4\.7\.0 Too many connections/, 'the 51st is turned away');
+    open.splice(0).forEach((s) => s.destroy());
+    const after = await until('a free slot again', async () => {
+      const r = await smtpSend(mxPort, { from: 'a@sender.example', to: ['ok@hooks.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'ok@hooks.example' }));
+      return r.ok ? r : undefined;
+    });
+    t.ok(after.ok, 'sessions are counted down when they close');
+  });
+
+  t.test('garbage never crashes the listener', async (t) => {
+    const replies = await rawSession(mxPort, ['EHLO x', 'MAIL FROM:<<<>>>', 'RCPT TO:<@@@>', 'DATA', 'NOOP']);
+    t.match(replies[2], /^5\d\d/, 'bad MAIL FROM refused');
+    t.match(replies[4], /^503/, 'DATA without a recipient refused');
+    t.match(replies[5], /^250/, 'the session is still alive');
+    const again = await smtpSend(mxPort, { from: 'a@sender.example', to: ['ok@hooks.example'] }, buildMessage({ from: 'a@sender.example', to: 'ok@hooks.example' }));
+    t.ok(again.ok, 'and the listener still takes mail');
+  });
+
+  t.test('size: a declared SIZE over 36 MB and a message over 36 MB both answer 552 5.3.4', async (t) => {
+    const declared = await rawSession(mxPort, ['EHLO client.test', `MAIL FROM:<a@sender.example> SIZE=${37 * 1024 * 1024}`, 'QUIT']);
+    t.match(declared[2], /^552 5\.3\.4/, 'MAIL FROM with SIZE');
+    const big = buildMessage({ from: 'a@sender.example', to: 'big@hooks.example', text: 'x'.repeat(76) + '\r\n' }).replace(/x+\r\n/, ('x'.repeat(998) + '\r\n').repeat(37 * 1024));
+    const res = await smtpSend(mxPort, { from: 'a@sender.example', to: ['big@hooks.example'] }, big, { plain: true });
+    t.equal(res.code, 552, 'refused at the end of DATA');
+    t.match(res.response, /552 5\.3\.4/);
+  });
+
+  t.test('STARTTLS, a DKIM-signed message, webhook routing and email.inbound', async (t) => {
+    const raw = await sender.sign(buildMessage({ from: 'Alice <alice@sender.example>', to: 'support@hooks.example', subject: 'Signed and sealed', text: 'Body of a signed message.', messageId: '<signed-1@sender.example>' }));
+    const res = await smtpSend(mxPort, { from: 'alice@sender.example', to: ['support@hooks.example'] }, raw, { requireTLS: true });
+    t.ok(res.ok, `accepted: ${res.response}`);
+    t.match(res.response, /^250 2\.0\.0 Ok: queued as \w+/);
+
+    const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=hooks.example');
+    const item = list.body.data.find((d) => d.subject === 'Signed and sealed');
+    t.ok(item, 'listed', { list: list.body.data.map((d) => d.subject) });
+    const got = await app.request<InboundView>('GET', `/inbound/${item!.id}`);
+    t.equal(got.status, 200);
+    const e = got.body;
+    t.equal(e.domain, 'hooks.example');
+    t.equal(e.from, 'Alice <alice@sender.example>');
+    t.same(e.to, ['support@hooks.example']);
+    t.equal(e.text?.trim(), 'Body of a signed message.');
+    t.same(e.envelope, { mail_from: 'alice@sender.example', rcpt_to: ['support@hooks.example'] });
+    t.same(e.authentication, { spf: 'pass', dkim: 'pass', dmarc: 'pass', arc: 'none' }, 'mailauth: SPF, DKIM and DMARC pass');
+    const ar = e.headers.find((h) => h.name === 'Authentication-Results');
+    t.match(ar?.value, /^mx\.appliance\.test;.*dkim=pass.*spf=pass.*dmarc=pass/s, 'Authentication-Results prepended');
+    const received = e.headers.find((h) => h.name === 'Received');
+    t.match(received?.value, /with ESMTPS id \w+/, 'Received says the session was encrypted');
+    t.equal(e.headers[0]!.name, 'Return-Path', 'our trace headers come first');
+
+    const delivered = await until('the email.inbound webhook', () => hooks.delivered.find((r) => r.json.type === 'email.inbound' && (r.json.data as { id: number }).id === item!.id));
+    t.same(delivered.json.data, JSON.parse(got.text), 'the webhook carries the inbound email as the API returns it');
+  });
+
+  t.test('a forged From of a p=reject domain is refused with 550 5.7.1; nothing is stored', async (t) => {
+    const before = (await app.request<{ meta: { total: number } }>('GET', '/inbound')).body.meta.total;
+    dns.set('TXT', 'evil.example', ['v=spf1 -all']);
+    const raw = buildMessage({ from: 'CEO <ceo@sender.example>', to: 'finance@hooks.example', subject: 'Wire the money' });
+    const res = await smtpSend(mxPort, { from: 'x@evil.example', to: ['finance@hooks.example'] }, raw);
+    t.equal(res.code, 550);
+    t.match(res.response, /550 5\.7\.1 .*DMARC/);
+    t.equal((await app.request<{ meta: { total: number } }>('GET', '/inbound')).body.meta.total, before, 'nothing stored');
+  });
+
+  t.test('a forged Authentication-Results naming this box is removed', async (t) => {
+    const raw = buildMessage({ from: 'bob@nodmarc.example', to: 'x@hooks.example', subject: 'Trust me', headers: { 'Authentication-Results': 'mx.appliance.test; dkim=pass header.d=bank.example' } });
+    const res = await smtpSend(mxPort, { from: 'bob@nodmarc.example', to: ['x@hooks.example'] }, raw);
+    t.ok(res.ok, res.response);
+    const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound');
+    const id = list.body.data.find((d) => d.subject === 'Trust me')!.id;
+    const e = (await app.request<InboundView>('GET', `/inbound/${id}`)).body;
+    const ars = e.headers.filter((h) => h.name.toLowerCase() === 'authentication-results');
+    t.equal(ars.length, 1, 'one Authentication-Results');
+    t.notMatch(ars[0]!.value, /bank\.example/, 'ours, not the forged one');
+    t.equal(e.authentication.dkim, 'none');
+  });
+
+  t.test('GET /inbound: paging newest first, domain filter, unknown domain, attachments', async (t) => {
+    const other = await addInboundDomain(app, 'other.example', 'webhook');
+    t.ok(other.id);
+    for (let i = 1; i <= 3; i++) {
+      const r = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: [`p@other.example`] }, buildMessage({ from: 'a@nodmarc.example', to: 'p@other.example', subject: `page ${i}` }));
+      t.ok(r.ok);
+    }
+    const page1 = await app.request<{ data: Array<{ subject: string; domain: string }>; meta: { total: number; totalPages: number } }>('GET', '/inbound?domain=other.example&per_page=2');
+    t.same(page1.body.data.map((d) => d.subject), ['page 3', 'page 2'], 'newest first');
+    t.same(page1.body.meta, { page: 1, perPage: 2, total: 3, totalPages: 2 });
+    const page2 = await app.request<{ data: Array<{ subject: string }> }>('GET', '/inbound?domain=other.example&per_page=2&page=2');
+    t.same(page2.body.data.map((d) => d.subject), ['page 1']);
+    const unknown = await app.request<{ data: unknown[]; meta: { total: number } }>('GET', '/inbound?domain=nope.example');
+    t.same([unknown.status, unknown.body.data, unknown.body.meta.total], [200, [], 0], 'unknown domain: empty page');
+    t.equal((await app.request('GET', '/inbound?per_page=500')).status, 400, 'Form A rules');
+    t.equal((await app.request('GET', '/inbound/999999')).status, 404);
+    t.equal((await app.request('GET', '/inbound/abc')).status, 404);
+
+    const boundary = 'b0undary';
+    const mime = [
+      'From: a@nodmarc.example',
+      'To: files@hooks.example',
+      'Subject: With files',
+      'Message-ID: <files@nodmarc.example>',
+      'MIME-Version: 1.0',
+      `Content-Type: multipart/mixed; boundary="${boundary}"`,
+      '',
+      `--${boundary}`,
+      'Content-Type: text/plain',
+      '',
+      'See attached.',
+      `--${boundary}`,
+      'Content-Type: application/pdf; name="report.pdf"',
+      'Content-Disposition: attachment; filename="report.pdf"',
+      'Content-Transfer-Encoding: base64',
+      'Content-ID: <pdf1@nodmarc.example>',
+      '',
+      Buffer.from('%PDF-1.4 fake').toString('base64'),
+      `--${boundary}--`,
+      '',
+    ].join('\r\n');
+    t.ok((await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['files@hooks.example'] }, mime)).ok);
+    const list = await app.request<{ data: Array<{ id: number; subject: string; attachmentCount: number }> }>('GET', '/inbound?domain=hooks.example');
+    const item = list.body.data.find((d) => d.subject === 'With files')!;
+    t.equal(item.attachmentCount, 1);
+    const e = (await app.request<InboundView>('GET', `/inbound/${item.id}`)).body;
+    t.same(e.attachments, [{ filename: 'report.pdf', content_type: 'application/pdf', size: 13, content_id: '<pdf1@nodmarc.example>', disposition: 'attachment' }]);
+    const files = await app.request<{ attachments: Array<{ filename: string; contentType: string; size: number; contentId: string; content: string }> }>('GET', `/inbound/${item.id}/attachments`);
+    t.same(files.body.attachments, [{ filename: 'report.pdf', contentType: 'application/pdf', size: 13, contentId: '<pdf1@nodmarc.example>', content: Buffer.from('%PDF-1.4 fake').toString('base64') }]);
+  });
+
+  t.test("another team's inbound emails are not found", async (t) => {
+    const { createOtherTeam } = await import('../helpers/app.js');
+    const other = await createOtherTeam(app);
+    const list = await app.request<{ data: unknown[] }>('GET', '/inbound', { key: other.apiKey });
+    t.same(list.body.data, []);
+    const mine = await app.request<{ data: Array<{ id: number }> }>('GET', '/inbound');
+    t.equal((await app.request('GET', `/inbound/${mine.body.data[0]!.id}`, { key: other.apiKey })).status, 404);
+  });
+
+  t.ok(domain.id);
+});
+
+t.test('MAIL_INBOUND_DMARC_REJECT=junk: the forged message is kept and marked junk', async (t) => {
+  const { app, dns, mxPort } = await startInbound(t, { inboundDmarcReject: 'junk' });
+  await addInboundDomain(app, 'hooks.example', 'webhook');
+  publishSender(dns, 'sender.example', 'reject');
+  dns.set('TXT', 'evil.example', ['v=spf1 -all']);
+  const res = await smtpSend(mxPort, { from: 'x@evil.example', to: ['finance@hooks.example'] }, buildMessage({ from: 'ceo@sender.example', to: 'finance@hooks.example', subject: 'Forged' }));
+  t.ok(res.ok, res.response);
+  const list = await app.request<{ data: Array<{ id: number; junk: boolean }> }>('GET', '/inbound');
+  t.equal(list.body.data.length, 1);
+  t.equal(list.body.data[0]!.junk, true, 'marked junk');
+  const e = (await app.request<InboundView>('GET', `/inbound/${list.body.data[0]!.id}`)).body;
+  t.equal(e.authentication.dmarc, 'fail');
+});
