@@ -1,8 +1,10 @@
 // Two sessions on one mailbox (RFC 3501 §5.2, §7.4.1): flag changes reach the other session at the next
 // command, EXISTS may come with FETCH/SEARCH but EXPUNGE waits for a command that allows it; IDLE pushes
-// new mail and expunges without the client asking (RFC 2177).
+// new mail (also mail received by the MX listener) and expunges without the client asking (RFC 2177).
 import t from 'tap';
 import { message, setupImap, type ImapFixture, type RawClient } from './setup.js';
+import { startDns } from '../helpers/dns-server.js';
+import { buildMessage, smtpSend } from '../inbound/support.js';
 
 async function session(f: ImapFixture, user: string): Promise<RawClient> {
   const c = await f.raw({ implicit: true });
@@ -66,4 +68,21 @@ t.test('IDLE pushes deliveries, flag changes and expunges', async (t) => {
   t.match(await a.waitFor(/^a4 [^\n]*\n/m), /a4 BAD/, 'anything but DONE ends IDLE with BAD');
   a.send('a5 IDLE\r\nDONE\r\n');
   t.match(await a.waitFor(/^a5 [^\n]*\n/m), /a5 OK/, 'IDLE and DONE pipelined in one packet');
+});
+
+t.test('IDLE hears mail delivered by the MX listener', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const f = await setupImap(t, { config: { dnsServers: [dns.server] } });
+  const bob = await f.account('bob');
+  const a = await session(f, bob.address);
+  await a.command('a1', 'SELECT INBOX');
+  a.send('a2 IDLE\r\n');
+  await a.waitFor(/^\+ idling\r\n/m);
+  const sent = await smtpSend(f.app.appliance.ports.mx.port, { from: 'carol@remote.test', to: [bob.address] }, buildMessage({ from: 'carol@remote.test', to: bob.address, subject: 'over SMTP' }));
+  t.ok(sent.ok, sent.response);
+  t.match(await a.waitFor(/\* 1 EXISTS\r\n/), /\* 1 EXISTS/, 'pushed to the idling client');
+  a.send('DONE\r\n');
+  await a.waitFor(/^a2 OK[^\n]*\n/m);
+  t.match(await a.command('a3', 'FETCH 1 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])'), /Subject: over SMTP/);
 });
