@@ -10,6 +10,7 @@ import { CommandError, parseCommand, type Command } from './protocol/commands.js
 import { MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
 import { CommandReader, type RawCommand } from './protocol/reader.js';
 import { Session, type ClientChannel, type SessionDeps } from './session.js';
+import { writeDrained } from '../core/socket-write.js';
 
 export interface ConnectionOptions {
   secureContext: tls.SecureContext;
@@ -97,17 +98,8 @@ export class ImapConnection implements ClientChannel {
   }
 
   write(data: string | Buffer): Promise<void> {
-    if (this.closed || this.socket.destroyed) return Promise.resolve();
-    if (this.socket.write(data)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.socket.off('drain', done);
-        this.socket.off('close', done);
-        resolve();
-      };
-      this.socket.on('drain', done);
-      this.socket.on('close', done);
-    });
+    if (this.closed) return Promise.resolve();
+    return writeDrained(this.socket, data);
   }
 
   continuation(text: string): Promise<string | null> {

@@ -10,6 +10,7 @@ import type { TlsMaterial } from '../core/key-material.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { errLine, parseCommand, POP3_LIMITS } from './protocol.js';
 import { MailboxLocks, Pop3Session, type Answer, type Pop3Store } from './session.js';
+import { writeDrained } from '../core/socket-write.js';
 
 export interface Pop3Options {
   store: Pop3Store;
@@ -120,17 +121,8 @@ class Connection {
 
   /** Writes, waiting for the socket to drain when its buffer is full (a large RETR). */
   private write(out: string | Buffer): Promise<void> {
-    if (this.closed || this.socket.destroyed) return Promise.resolve();
-    if (this.socket.write(out)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.socket.off('drain', done);
-        this.socket.off('close', done);
-        resolve();
-      };
-      this.socket.on('drain', done);
-      this.socket.on('close', done);
-    });
+    if (this.closed) return Promise.resolve();
+    return writeDrained(this.socket, out);
   }
 
   private startTls(): void {

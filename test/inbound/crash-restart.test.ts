@@ -2,65 +2,20 @@
 // a message is answered 250, the process is SIGKILLed at once (no handler runs, nothing is flushed), and
 // after a restart on the same data directory the message is there: in the mailbox and as an inbound email.
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { newToken } from '../../src/services/api-keys.js';
 import { makeDataDir, request, TEST_HOSTNAME } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
-import { buildMessage, smtpSend, until } from './support.js';
+import { ApplianceProcess, childEnv } from '../helpers/process.js';
+import { buildMessage, smtpSend } from './support.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 t.setTimeout(300_000);
 
-interface Proc {
-  ports: Promise<{ api: number; mx: number }>;
-  kill(): Promise<{ code: number | null; signal: string | null }>;
-}
-
-function startProcess(t: Test, env: Record<string, string>): Proc {
-  const base: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) base[k] = v;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  let exit: { code: number | null; signal: string | null } | null = null;
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('close', (code, signal) => resolve((exit = { code, signal }))));
-  t.teardown(async () => {
-    if (!exit) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  const port = (listener: string) =>
-    until(
-      `the ${listener} listening line`,
-      () => {
-        if (exit) throw new Error(`exited ${JSON.stringify(exit)}: ${stderr}`);
-        for (const line of stdout.split('\n')) {
-          if (!line.startsWith('{')) continue;
-          try {
-            const l = JSON.parse(line) as { msg?: string; listener?: string; port?: number };
-            if (l.msg === 'listening' && l.listener === listener) return l.port;
-          } catch {
-            // a line still being written
-          }
-        }
-        return undefined;
-      },
-      120_000,
-    );
-  return {
-    ports: (async () => ({ api: await port('api'), mx: await port('mx') }))(),
-    kill: async () => {
-      child.kill('SIGKILL');
-      return exited;
-    },
-  };
-}
+const start = async (t: Test, env: NodeJS.ProcessEnv) => {
+  const proc = new ApplianceProcess(t, env);
+  return { proc, ports: { api: await proc.port('api'), mx: await proc.port('mx') } };
+};
 
 t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
   const dns = await startDns();
@@ -68,16 +23,8 @@ t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
   const dataDir = makeDataDir();
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const apiKey = newToken('live');
-  const env = {
+  const env = childEnv({
     MAIL_DATA_DIR: dataDir,
-    MAIL_API_PORT: '0',
-    MAIL_MX_PORT: '0',
-    MAIL_SUBMISSION_PORT: '0',
-    MAIL_SUBMISSIONS_PORT: '0',
-    MAIL_IMAP_PORT: '0',
-    MAIL_IMAPS_PORT: '0',
-    MAIL_POP3_PORT: '0',
-    MAIL_POP3S_PORT: '0',
     MAIL_BIND: '127.0.0.1',
     MAIL_HOSTNAME: TEST_HOSTNAME,
     MAIL_LOG_LEVEL: 'info',
@@ -85,10 +32,9 @@ t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',
     MAIL_RATE_LIMITS: 'off',
-  };
+  });
 
-  const first = startProcess(t, env);
-  const p1 = await first.ports;
+  const { proc: first, ports: p1 } = await start(t, env);
   const req1 = <T>(m: string, p: string, o?: { body?: unknown }) => request<T>(`http://127.0.0.1:${p1.api}`, apiKey, m, p, o);
   const created = await req1<DomainView>('POST', '/domains', { body: { name: 'corp.example' } });
   publishRecords(dns, created.body);
@@ -101,8 +47,7 @@ t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
   t.match(res.response, /^250 2\.0\.0 Ok: queued as/, '250');
   t.same(await first.kill(), { code: null, signal: 'SIGKILL' }, 'killed right after the 250');
 
-  const second = startProcess(t, env);
-  const p2 = await second.ports;
+  const { proc: second, ports: p2 } = await start(t, env);
   const req2 = <T>(m: string, p: string) => request<T>(`http://127.0.0.1:${p2.api}`, apiKey, m, p);
   const list = await req2<{ data: Array<{ subject: string; messageId: string }> }>('GET', '/inbound');
   t.same(list.body.data.map((d) => [d.subject, d.messageId]), [['Durable', '<durable@nodmarc.example>']], 'the inbound email is there');

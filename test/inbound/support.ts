@@ -105,16 +105,7 @@ export function publishSender(dns: TestDns, name: string, policy: 'none' | 'quar
   };
 }
 
-/** Polls `check` until it returns a value (no fixed sleeps). */
-export async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, wait));
-  }
-}
+export { until } from '../helpers/process.js';
 
 /** Creates an inbound domain for the bootstrap team and sets its routing mode (no DNS needed to receive). */
 export async function addInboundDomain(app: TestApp, name: string, mode: string): Promise<{ id: string }> {
