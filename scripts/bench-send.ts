@@ -14,9 +14,14 @@
 // server and sink MX) runs on one worker thread and the API client on another, so that their JavaScript
 // does not share the appliance's event loop (they still share the machine's CPUs, and RSS is the whole
 // process's). `--profile` adds timings around the MTA and every SQL statement (some overhead).
+// CPU: the appliance's CPU time per accepted and per delivered email (process.cpuUsage, which covers every
+// thread, minus the client's and the sink's threads, read from /proc/thread-self/stat on Linux), the main
+// thread's alone, and its event-loop utilisation. On a shared machine these move far less than the rates.
+// For a CPU profile: `node --cpu-prof --cpu-prof-dir=DIR --import tsx scripts/bench-send.ts …` (one file
+// per thread).
 // `--split` measures intake and delivery apart: every email is accepted scheduled a day ahead (nothing is
 // delivered meanwhile), then its job is made due at once and the queue delivers the whole backlog.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -133,6 +138,7 @@ const COUNTERS = 4;
 type RemoteRequest =
   | { op: 'dns-set'; seq: number; type: 'A' | 'AAAA' | 'TXT' | 'MX'; name: string; values: Array<string | { exchange: string; priority: number }> }
   | { op: 'summary'; seq: number }
+  | { op: 'cpu'; seq: number }
   | { op: 'stop'; seq: number };
 type RemoteOutcome = { ok: true; value?: unknown } | { ok: false; error: string };
 type RemoteReply = RemoteOutcome & { seq: number };
@@ -173,9 +179,25 @@ interface ClientResult {
   errors: string[];
   /** One per HTTP request, ms. */
   latencies: number[];
+  /** CPU time of the client thread, ms. */
+  cpuMs: number;
 }
 
 const wallNow = () => performance.timeOrigin + performance.now();
+
+/**
+ * CPU time (user + system, ms) of the calling thread, from Linux's /proc/thread-self/stat (10 ms ticks);
+ * NaN elsewhere. process.cpuUsage() covers every thread of the process, and the bench's client and sink
+ * threads live in this process too: their own figures are subtracted to get the appliance's.
+ */
+function threadCpuMs(): number {
+  try {
+    const fields = readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
 
 /** A 2 KB html body (the text part is derived by the appliance). */
 function htmlBody(bytes = 2048): string {
@@ -279,6 +301,8 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
         }
         const summary: SinkSummary = { accepted: Atomics.load(counters, ACCEPTED), distinct: seen.size, duplicates, maxCopies, bytes };
         reply({ ok: true, value: summary });
+      } else if (msg.op === 'cpu') {
+        reply({ ok: true, value: threadCpuMs() });
       } else if (msg.op === 'stop') {
         server.close(() => {
           void dns.stop().then(() => {
@@ -298,7 +322,8 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
 // ------------------------------------------------------------------------------------ worker: API client
 
 async function runClient(job: ClientJob): Promise<ClientResult> {
-  const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [] };
+  const cpuAtStart = threadCpuMs();
+  const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [], cpuMs: 0 };
   const headers = { authorization: `Bearer ${job.apiKey}`, 'content-type': 'application/json' };
   const email = (i: number) => ({
     from: `Bench <news@${SENDER_DOMAIN}>`,
@@ -358,6 +383,7 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
     }
   }
   await Promise.all(Array.from({ length: job.concurrency }, loop));
+  result.cpuMs = threadCpuMs() - cpuAtStart;
   return result;
 }
 
@@ -389,6 +415,14 @@ interface PhaseFigures {
   loopDelayP99: number;
   elu: number;
   cpuCores: number;
+  /** Appliance CPU (process minus the bench's client and sink threads), ms per accepted email while accepting. */
+  cpuPerAccepted: number;
+  /** Appliance CPU per delivered email: over the delivery of the backlog (--split) or the whole phase. */
+  cpuPerDelivered: number;
+  /** The same for the main thread alone (the appliance's event loop; the bench's own polling is small). */
+  mainCpuPerAccepted: number;
+  mainCpuPerDelivered: number;
+  intakeElu: number;
 }
 
 interface QueryStat {
@@ -408,7 +442,7 @@ async function main(): Promise<void> {
   let peakRss = 0;
   let phasePeakRss = 0;
   const rssTimer = setInterval(() => {
-    const rss = process.memoryUsage().rss;
+    const rss = process.memoryUsage.rss() // rss() alone: memoryUsage() walks the heap spaces, on the appliance's thread;
     peakRss = Math.max(peakRss, rss);
     phasePeakRss = Math.max(phasePeakRss, rss);
   }, 100);
@@ -562,15 +596,19 @@ async function main(): Promise<void> {
       const label = phase === 'batch' ? `(a) POST /emails/batch × ${opts.batchSize}` : `(b) POST /emails × ${opts.concurrency} loops`;
       const sinkBase = Atomics.load(counters, ACCEPTED);
       const dbBase = await deliveredInDb();
-      phasePeakRss = process.memoryUsage().rss;
+      phasePeakRss = process.memoryUsage.rss();
       mtaTimes.length = 0;
       queryStats.clear();
       const loopDelay = monitorEventLoopDelay({ resolution: 10 });
       loopDelay.enable();
+      const sinkCpu0 = await call<number>({ op: 'cpu' });
       const elu0 = performance.eventLoopUtilization();
       const cpu0 = process.cpuUsage();
+      const main0 = threadCpuMs();
       let elu1 = elu0;
       let cpu1 = cpu0;
+      let main1 = main0;
+      let sinkCpu1 = sinkCpu0;
       const t0 = wallNow();
 
       const job: ClientJob = {
@@ -596,7 +634,7 @@ async function main(): Promise<void> {
       let dbAllAt = 0;
       let releasedAt = 0;
       let result: ClientResult | undefined;
-      let intake: { elu: number; cpuCores: number; loopDelayP99: number; peakRss: number } | undefined;
+      let intake: { elu: number; cpuCores: number; loopDelayP99: number; peakRss: number; applianceCpuMs: number; mainCpuMs: number } | undefined;
       void clientDone.then((r) => (result = r));
       let lastDbPoll = 0;
       let progressAt = Date.now();
@@ -605,7 +643,11 @@ async function main(): Promise<void> {
         if (result && !intake) {
           // Intake is over: what the appliance's thread and the process used meanwhile.
           const cpu = process.cpuUsage(cpu0);
+          const mainCpuMs = threadCpuMs() - main0;
+          const sinkNow = await call<number>({ op: 'cpu' });
           intake = {
+            applianceCpuMs: (cpu.user + cpu.system) / 1e3 - result.cpuMs - (sinkNow - sinkCpu0),
+            mainCpuMs,
             elu: performance.eventLoopUtilization(elu0).utilization,
             cpuCores: (cpu.user + cpu.system) / 1e3 / (now - t0),
             loopDelayP99: loopDelay.percentile(99) / 1e6,
@@ -621,6 +663,8 @@ async function main(): Promise<void> {
             loopDelay.reset();
             elu1 = performance.eventLoopUtilization();
             cpu1 = process.cpuUsage();
+            main1 = threadCpuMs();
+            sinkCpu1 = await call<number>({ op: 'cpu' });
           }
         }
         const atSink = Atomics.load(counters, ACCEPTED) - sinkBase;
@@ -651,6 +695,10 @@ async function main(): Promise<void> {
       const deliveryFrom = opts.split ? releasedAt : r.firstAcceptAt;
       const elu = performance.eventLoopUtilization(elu1);
       const cpu = process.cpuUsage(cpu1);
+      const mainDeliveryMs = threadCpuMs() - main1;
+      const sinkDeliveryMs = (await call<number>({ op: 'cpu' })) - sinkCpu1;
+      // Without --split the window is the whole phase, the client's thread included.
+      const deliveryCpuMs = (cpu.user + cpu.system) / 1e3 - sinkDeliveryMs - (opts.split ? 0 : result!.cpuMs);
       const deliveryWall = (Math.max(sinkAllAt, dbAllAt) - (opts.split ? releasedAt : t0)) / 1000;
 
       const lat = [...r.latencies].sort((a, b) => a - b);
@@ -672,6 +720,11 @@ async function main(): Promise<void> {
         loopDelayP99: loopDelay.percentile(99) / 1e6,
         elu: elu.utilization,
         cpuCores: (cpu.user + cpu.system) / 1e6 / deliveryWall,
+        cpuPerAccepted: intake!.applianceCpuMs / result!.accepted,
+        cpuPerDelivered: deliveryCpuMs / opts.n,
+        mainCpuPerAccepted: intake!.mainCpuMs / result!.accepted,
+        mainCpuPerDelivered: mainDeliveryMs / opts.n,
+        intakeElu: intake!.elu,
       };
       if (phase === 'batch') {
         const per = lat.map((ms) => ms / opts.batchSize);
@@ -694,6 +747,10 @@ async function main(): Promise<void> {
       const i = intake!;
       console.log(`  appliance loop  while accepting: utilisation ${fmt(i.elu * 100, 0)}%, event-loop delay p99 ${fmt(i.loopDelayP99)} ms, process CPU ${fmt(i.cpuCores, 2)} cores`);
       console.log(`                  ${opts.split ? 'while delivering the backlog' : 'whole phase'}: utilisation ${fmt(f.elu * 100, 0)}%, event-loop delay p99 ${fmt(f.loopDelayP99)} ms, process CPU ${fmt(f.cpuCores, 2)} cores; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.log(
+        `  appliance CPU   per accepted email (while accepting) ${fmt(f.cpuPerAccepted, 3)} ms (main thread ${fmt(f.mainCpuPerAccepted, 3)} ms); ` +
+          `per delivered email (${opts.split ? 'delivering the backlog' : 'whole phase, intake included'}) ${fmt(f.cpuPerDelivered, 3)} ms (main thread ${fmt(f.mainCpuPerDelivered, 3)} ms)`,
+      );
       if (r.errors.length) console.log(`  errors          ${r.errors.join(' | ')}`);
       if (opts.profile) printProfile(mtaTimes, queryStats, opts.n, (Math.max(sinkAllAt, dbAllAt) - t0) / 1000);
     }
@@ -720,8 +777,8 @@ async function main(): Promise<void> {
     const met = minDelivered >= 1000 && (worstSingleP99 ?? worstP99) < 50;
     const parts = figures.map((f) =>
       f.name === 'batch'
-        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`
-        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`,
+        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`
+        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`,
     );
     console.log(
       `\nSUMMARY n=${opts.n}: ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
@@ -740,6 +797,10 @@ async function main(): Promise<void> {
   }
   process.exitCode = exitCode;
 }
+
+/** CPU ms per accepted / per delivered email (main thread in brackets) and the main thread's utilisation while accepting / delivering. */
+const cpuText = (f: PhaseFigures) =>
+  `CPU ${fmt(f.cpuPerAccepted, 2)} ms/acc (main ${fmt(f.mainCpuPerAccepted, 2)}), ${fmt(f.cpuPerDelivered, 2)} ms/dlv (main ${fmt(f.mainCpuPerDelivered, 2)}), ELU ${fmt(f.intakeElu * 100, 0)}%/${fmt(f.elu * 100, 0)}%`;
 
 function printProfile(mtaTimes: number[], queries: Map<string, QueryStat>, n: number, wallS: number): void {
   const sorted = [...mtaTimes].sort((a, b) => a - b);
