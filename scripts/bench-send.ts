@@ -437,7 +437,7 @@ async function main(): Promise<void> {
   const { newToken } = await import('../src/services/api-keys.js');
   const { createLogger } = await import('../src/core/logger.js');
   const { DELIVER_JOB } = await import('../src/services/emails.js');
-
+    const rss = process.memoryUsage.rss(); // rss() alone: memoryUsage() also walks the heap, on the appliance's thread
   // RSS: the whole process (appliance, sink and client threads), sampled every 100 ms.
   let peakRss = 0;
   let phasePeakRss = 0;
