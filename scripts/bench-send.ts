@@ -2,7 +2,7 @@
 // loopback DNS server (dns2) and a fast SMTP sink MX that accepts everything and discards the bodies.
 //
 //   npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
-//                         [--delivery-concurrency <config>] [--connections-per-host <config>]
+//                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--phases batch,single] [--no-tls] [--split] [--profile] [--keep]
 //
 // Two phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
@@ -36,6 +36,7 @@ interface Options {
   batchSize: number;
   deliveryConcurrency: number | undefined;
   connectionsPerHost: number | undefined;
+  renderThreads: number | undefined;
   phases: Array<'batch' | 'single'>;
   tls: boolean;
   split: boolean;
@@ -52,6 +53,7 @@ function parseArgs(argv: string[]): Options {
     batchSize: 100,
     deliveryConcurrency: undefined,
     connectionsPerHost: undefined,
+    renderThreads: undefined,
     phases: ['batch', 'single'],
     tls: true,
     split: false,
@@ -88,6 +90,9 @@ function parseArgs(argv: string[]): Options {
       case '--connections-per-host':
         o.connectionsPerHost = int('connections-per-host', value(), 1);
         break;
+      case '--render-threads':
+        o.renderThreads = int('render-threads', value(), 0);
+        break;
       case '--phases': {
         const list = (value() ?? '').split(',').map((s) => s.trim());
         if (!list.length || list.some((p) => p !== 'batch' && p !== 'single')) throw new Error('--phases takes batch, single or batch,single');
@@ -111,7 +116,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--phases batch,single] [--no-tls] [--split] [--profile] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single] [--no-tls] [--split] [--profile] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -437,12 +442,12 @@ async function main(): Promise<void> {
   const { newToken } = await import('../src/services/api-keys.js');
   const { createLogger } = await import('../src/core/logger.js');
   const { DELIVER_JOB } = await import('../src/services/emails.js');
-    const rss = process.memoryUsage.rss(); // rss() alone: memoryUsage() also walks the heap, on the appliance's thread
+
   // RSS: the whole process (appliance, sink and client threads), sampled every 100 ms.
   let peakRss = 0;
   let phasePeakRss = 0;
   const rssTimer = setInterval(() => {
-    const rss = process.memoryUsage.rss() // rss() alone: memoryUsage() walks the heap spaces, on the appliance's thread;
+    const rss = process.memoryUsage.rss(); // rss() alone: memoryUsage() also walks the heap, on the appliance's thread
     peakRss = Math.max(peakRss, rss);
     phasePeakRss = Math.max(phasePeakRss, rss);
   }, 100);
@@ -488,6 +493,7 @@ async function main(): Promise<void> {
       rateLimits: false, // benchmarks measure the send path, not the request limits
       ...(opts.deliveryConcurrency ? { deliveryConcurrency: opts.deliveryConcurrency } : {}),
       ...(opts.connectionsPerHost ? { connectionsPerHost: opts.connectionsPerHost } : {}),
+      ...(opts.renderThreads !== undefined ? { renderThreads: opts.renderThreads } : {}),
     },
   );
 
@@ -578,7 +584,7 @@ async function main(): Promise<void> {
 
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
-        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, ` +
+        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads}, ` +
         `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
