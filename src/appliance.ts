@@ -8,7 +8,7 @@ import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
 import { createDeliveryHandler } from './services/delivery.js';
-import { DELIVER_JOB } from './services/emails.js';
+import { DELIVER_JOB, setTextDeriver } from './services/emails.js';
 import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
 import { createMta } from './mta/deliver.js';
 import { RenderPool, mtaThreadConfig } from './mta/render-pool.js';
@@ -74,6 +74,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).
     const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' }), opts.mta ? undefined : mtaThreadConfig(config)));
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
+    setTextDeriver(ctx, (html) => render.htmlToText(html));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);
     const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
     ctx.jobs.register(DISPATCH_JOB, () => waker.run());

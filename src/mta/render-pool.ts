@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Config, DnsServer, LogLevel, RouteRule } from '../config.js';
 import type { Logger } from '../core/logger.js';
-import { composeMessage, type ComposeInput } from './compose.js';
+import { composeMessage, htmlToText, type ComposeInput } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 import type { DeliveryRequest, DeliveryResult } from './types.js';
 
@@ -78,8 +78,15 @@ export interface RenderRequest {
   now?: number;
 }
 
+/** The text part derived from an html body (compose.ts's htmlToText), off the caller's thread. */
+export interface TextRequest {
+  id: number;
+  htmlToText: string;
+}
+
 export interface RenderReply {
   id: number;
+  text?: string;
   raw?: Uint8Array;
   results?: DeliveryResult[];
   error?: string;
@@ -134,14 +141,20 @@ export class RenderPool {
     return this.request({ id: 0, message, key, at: at.getTime() }).then((reply) => Buffer.from(reply.raw!.buffer, reply.raw!.byteOffset, reply.raw!.byteLength));
   }
 
+  /** compose.ts's htmlToText in a thread (inline without threads): the send path's derived text part. */
+  async htmlToText(html: string): Promise<string> {
+    if (this.threads.length === 0 || this.closed) return htmlToText(html);
+    return (await this.request({ id: 0, htmlToText: html })).text!;
+  }
+
   /** To the least busy thread; resolves with a reply that has no error. */
-  private request(req: RenderRequest): Promise<RenderReply> {
+  private request(req: RenderRequest | TextRequest): Promise<RenderReply> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
     const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;
     return new Promise<RenderReply>((resolve, reject) => {
       thread.pending.set(id, { resolve, reject });
-      thread.worker.postMessage({ ...req, id } satisfies RenderRequest);
+      thread.worker.postMessage({ ...req, id } satisfies RenderRequest | TextRequest);
     });
   }
 
@@ -185,7 +198,7 @@ export class RenderPool {
       const waiting = thread.pending.get(reply.id);
       if (!waiting) return;
       thread.pending.delete(reply.id);
-      if (reply.raw || reply.results) waiting.resolve(reply);
+      if (reply.raw || reply.results || reply.text !== undefined) waiting.resolve(reply);
       else if (reply.threadError) waiting.reject(new RenderThreadError(reply.error ?? 'render thread failed'));
       else waiting.reject(new Error(reply.error ?? 'render failed'));
     });

@@ -6,9 +6,10 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../core/logger.js';
+import { htmlToText } from './compose.js';
 import { createResolver } from '../dns/resolver.js';
 import { createMta } from './deliver.js';
-import { renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData } from './render-pool.js';
+import { renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
 import type { DeliveryResult } from './types.js';
 
 const keys = new Map<string, KeyObject>();
@@ -40,7 +41,17 @@ const mta = config
     })
   : undefined;
 
-parentPort!.on('message', (req: RenderRequest | { close: true }) => {
+parentPort!.on('message', (req: RenderRequest | TextRequest | { close: true }) => {
+  if ('htmlToText' in req) {
+    let reply: RenderReply;
+    try {
+      reply = { id: req.id, text: htmlToText(req.htmlToText) };
+    } catch (err) {
+      reply = { id: req.id, error: err instanceof Error ? err.message : String(err), threadError: true };
+    }
+    parentPort!.postMessage(reply);
+    return;
+  }
   if ('close' in req) {
     // Idle sessions say QUIT; the pool is gone once they have.
     void (mta?.close() ?? Promise.resolve()).finally(() => parentPort!.postMessage({ closed: true }));

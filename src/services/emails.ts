@@ -168,11 +168,32 @@ export interface CheckedSend {
   hash: string | null;
   /** Set for a raw send: the stored source replaces composition (input then only describes the email for reads). */
   raw?: RawSource;
+  /** The text part, derived before the write (sendEmails) so that the write transaction need not; else derived there. */
+  text?: string | null;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
 // transaction runs share the next one. One writer per context; the map only finds it.
 const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
+
+// Deriving the text part of an html-only email costs about half a millisecond of CPU (html-to-text parses the
+// document): the appliance has it done on its render threads (render-pool.ts), off the event loop. One per
+// context, like the writers; without one it runs inline.
+const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>();
+export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promise<string>): void {
+  textDerivers.set(ctx, derive);
+}
+async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
+  if (input.text !== undefined) return input.text;
+  if (input.html === undefined) return null;
+  const derive = textDerivers.get(ctx);
+  if (!derive) return htmlToText(input.html);
+  try {
+    return await derive(input.html);
+  } catch {
+    return htmlToText(input.html); // the thread went away: derive it here
+  }
+}
 function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> {
   let w = writers.get(ctx);
   if (!w) {
@@ -211,7 +232,8 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
       try {
         const checked = await checkSend(input, lookup);
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        return await writer.submit({ sender, input, checked, hash });
+        const text = await deriveText(ctx, input);
+        return await writer.submit({ sender, input, checked, hash, text });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;
@@ -316,7 +338,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       subject: input.subject ?? '',
       html: input.html ?? null,
       // Derived once, here, so the stored email shows exactly the text part that is sent.
-      text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : null),
+      text: item.text !== undefined ? item.text : (input.text ?? (input.html !== undefined ? htmlToText(input.html) : null)),
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',
