@@ -3,7 +3,7 @@
 //
 //   npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
-//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--keep]
+//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
 //
 // Two phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops. For
@@ -41,6 +41,8 @@ interface Options {
   tls: boolean;
   split: boolean;
   profile: boolean;
+  /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
+  cpuProfileDir: string | undefined;
   keep: boolean;
   timeoutS: number;
 }
@@ -58,6 +60,7 @@ function parseArgs(argv: string[]): Options {
     tls: true,
     split: false,
     profile: false,
+    cpuProfileDir: undefined,
     keep: false,
     timeoutS: 600,
   };
@@ -108,6 +111,9 @@ function parseArgs(argv: string[]): Options {
       case '--profile':
         o.profile = true;
         break;
+      case '--cpu-profile':
+        o.cpuProfileDir = value();
+        break;
       case '--keep':
         o.keep = true;
         break;
@@ -116,7 +122,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single] [--no-tls] [--split] [--profile] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -561,6 +567,10 @@ async function main(): Promise<void> {
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
   };
 
+  // --cpu-profile DIR: the main thread's CPU profile per phase (intake, then delivery or the rest), written as
+  // DIR/<phase>-<part>.cpuprofile (open in Chrome DevTools or speedscope).
+  const profiler = opts.cpuProfileDir ? await mainThreadProfiler(opts.cpuProfileDir) : undefined;
+
   let exitCode = 0;
   try {
     // The sending domain, created and verified the way a customer would.
@@ -616,6 +626,7 @@ async function main(): Promise<void> {
       let main1 = main0;
       let sinkCpu1 = sinkCpu0;
       const t0 = wallNow();
+      await profiler?.start();
 
       const job: ClientJob = {
         url,
@@ -650,6 +661,7 @@ async function main(): Promise<void> {
           // Intake is over: what the appliance's thread and the process used meanwhile.
           const cpu = process.cpuUsage(cpu0);
           const mainCpuMs = threadCpuMs() - main0;
+          await profiler?.stop(`${phase}-intake`);
           const sinkNow = await call<number>({ op: 'cpu' });
           intake = {
             applianceCpuMs: (cpu.user + cpu.system) / 1e3 - result.cpuMs - (sinkNow - sinkCpu0),
@@ -665,6 +677,7 @@ async function main(): Promise<void> {
             await ctx.db('jobs').where('kind', DELIVER_JOB).andWhere('run_at', '>', at).update({ run_at: at });
             await ctx.db('emails').where('status', 'queued').whereNotNull('scheduled_at').update({ scheduled_at: null });
             releasedAt = wallNow();
+            await profiler?.start();
             ctx.jobs.wake();
             loopDelay.reset();
             elu1 = performance.eventLoopUtilization();
@@ -696,6 +709,7 @@ async function main(): Promise<void> {
         await sleep(10);
       }
       await client.terminate();
+      await profiler?.stop(`${phase}-${opts.split ? 'delivery' : 'rest'}`);
       loopDelay.disable();
       const r = result!;
       const deliveryFrom = opts.split ? releasedAt : r.firstAcceptAt;
@@ -802,6 +816,23 @@ async function main(): Promise<void> {
     else rmSync(dataDir, { recursive: true, force: true });
   }
   process.exitCode = exitCode;
+}
+
+async function mainThreadProfiler(dir: string) {
+  const { Session } = await import('node:inspector/promises');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  mkdirSync(dir, { recursive: true });
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  return {
+    start: () => session.post('Profiler.start'),
+    async stop(name: string) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    },
+  };
 }
 
 /** CPU ms per accepted / per delivered email (main thread in brackets) and the main thread's utilisation while accepting / delivering. */

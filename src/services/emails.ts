@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { readsOf, type Queryable } from '../db/index.js';
+import type { Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -137,10 +137,9 @@ export function prepareInput(input: SendEmailInput) {
 
 export type PreparedInput = ReturnType<typeof prepareInput>;
 
-/** The team's domain of that name, if any. */
-export async function findSenderDomain(ctx: AppContext, teamId: string, name: string) {
-  return readsOf(ctx.db)<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
-}
+/** The team's domain of that name, if any (verified ones are remembered for a few seconds: sender-domains.ts). */
+export { findSenderDomain } from './sender-domains.js';
+import { findSenderDomain } from './sender-domains.js';
 
 /** The rules an email must pass before it is accepted. Throws AppError (400/422). */
 async function checkSend(input: SendEmailInput, domainOfTeam: (name: string) => Promise<{ id: string; status: string } | undefined>) {
