@@ -688,11 +688,12 @@ async function main(): Promise<void> {
         }
         const atSink = Atomics.load(counters, ACCEPTED) - sinkBase;
         if (!sinkAllAt && atSink >= opts.n) sinkAllAt = now;
-        if (!dbAllAt && now - lastDbPoll >= 250 && (!opts.split || releasedAt)) {
+        // The database is asked (GET /emails?status=delivered, a count over the team's emails) only once the sink
+        // has every message (a message reaches the sink before its outcome is recorded), so that the bench's
+        // polling does not load the appliance while it delivers.
+        if (!dbAllAt && sinkAllAt && now - lastDbPoll >= 50 && (!opts.split || releasedAt)) {
           lastDbPoll = now;
           const inDb = await deliveredInDb();
-          // A message reaches the sink before its outcome is recorded: look at the sink again first.
-          if (!sinkAllAt && Atomics.load(counters, ACCEPTED) - sinkBase >= opts.n) sinkAllAt = wallNow();
           if (inDb - dbBase >= opts.n) dbAllAt = wallNow();
         }
         if (result && sinkAllAt && dbAllAt) break;

@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { Queryable } from '../db/index.js';
+import { readsOf, type Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -439,10 +439,11 @@ export interface EmailDetail extends EmailContentView {
 }
 
 export async function getEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<EmailDetail> {
-  const e = await findEmail(ctx.db, reader, publicId);
+  const reads = readsOf(ctx.db); // the read-only connections: a GET never queues behind the send path's writes
+  const e = await findEmail(reads, reader, publicId);
   const [recipients, attachments] = await Promise.all([
-    ctx.db<RecipientRow>('email_recipients').where('email_id', e.id).orderBy('id'),
-    ctx.db<AttachmentRow>('email_attachments').where('email_id', e.id).orderBy('position').select('filename', 'content_type', 'size'),
+    reads<RecipientRow>('email_recipients').where('email_id', e.id).orderBy('id'),
+    reads<AttachmentRow>('email_attachments').where('email_id', e.id).orderBy('position').select('filename', 'content_type', 'size'),
   ]);
   return {
     id: e.public_id,
@@ -509,7 +510,7 @@ const likeEscape = (s: string) => `%${s.toLowerCase().replace(/[\\%_]/g, (c) => 
 
 /** Newest first. `provider`, `country` and `device` describe opens and clicks, which are not tracked yet: they match nothing. */
 export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFilter, paging: PageRequest): Promise<Page<EmailListItem>> {
-  const q = ctx.db<EmailRow>('emails').where('team_id', reader.teamId);
+  const q = readsOf(ctx.db)<EmailRow>('emails').where('team_id', reader.teamId);
   if (reader.ownOnly) q.andWhere('api_key_id', reader.apiKeyId);
   if (f.status) q.andWhere('status', f.status);
   if (f.domain_id) q.andWhere('domain_id', f.domain_id);
@@ -545,8 +546,9 @@ export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFi
 }
 
 export async function listEmailEvents(ctx: AppContext, reader: Reader, publicId: string): Promise<Array<{ type: TimelineType; timestamp: string; data: Record<string, unknown> }>> {
-  const e = await findEmail(ctx.db, reader, publicId);
-  const rows = await ctx.db<{ type: TimelineType; data: string; created_at: string }>('email_events').where('email_id', e.id).orderBy('id');
+  const reads = readsOf(ctx.db);
+  const e = await findEmail(reads, reader, publicId);
+  const rows = await reads<{ type: TimelineType; data: string; created_at: string }>('email_events').where('email_id', e.id).orderBy('id');
   return rows.map((r) => ({ type: r.type, timestamp: r.created_at, data: json(r.data) }));
 }
 
