@@ -4,9 +4,9 @@
 //
 // Given an MTA configuration, each thread also owns an MTA (createMta: resolver, routes, SMTP connection
 // pool) and `renderAndDeliver` runs the whole attempt there — build, sign, SMTP — returning the outcomes
-// only: the SMTP sessions' stream handling and TLS then stay off the main thread too. Each thread's pool
-// holds connectionsPerHost / threads sessions per destination (at least one), so the configured limit
-// holds for the box.
+// only: the SMTP sessions' stream handling and TLS then stay off the main thread too. The threads share
+// connectionsPerHost between them (thread i holds ⌊c/n⌋, one more for the first c mod n; at least one), so
+// the configured limit per destination holds for the box.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -100,6 +100,8 @@ export class RenderThreadError extends Error {}
 interface Thread {
   worker: Worker;
   pending: Map<number, { resolve(reply: RenderReply): void; reject(err: Error): void }>;
+  /** Deliveries under way in this thread, per destination domain. */
+  destinations: Map<string, number>;
   closed?: () => void;
 }
 
@@ -113,8 +115,12 @@ export class RenderPool {
 
   private readonly mtaConfig: MtaThreadConfig | undefined;
 
-  constructor(size: number, private readonly log: Logger, mta?: MtaThreadConfig) {
-    this.mtaConfig = mta && size > 0 ? { ...mta, connectionsPerHost: Math.max(1, Math.floor(mta.connectionsPerHost / size)) } : undefined;
+  constructor(
+    private readonly size: number,
+    private readonly log: Logger,
+    mta?: MtaThreadConfig,
+  ) {
+    this.mtaConfig = mta && size > 0 ? mta : undefined;
     for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
   }
 
@@ -150,10 +156,36 @@ export class RenderPool {
   /** To the least busy thread; resolves with a reply that has no error. */
   private request(req: RenderRequest | TextRequest): Promise<RenderReply> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
-    const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    // A delivery goes to the thread with the fewest deliveries under way to its destinations (each thread
+    // holds only its share of connectionsPerHost: a thread whose share is busy would make it wait while
+    // another has a free session); otherwise, and on ties, to the least busy thread.
+    const domains = 'deliveries' in req && req.deliveries ? req.deliveries.map((d) => d.domain) : [];
+    const load = (t: Thread) => domains.reduce((n, d) => n + (t.destinations.get(d) ?? 0), 0);
+    const thread = this.threads.reduce((a, b) => {
+      const la = load(a);
+      const lb = load(b);
+      return lb < la || (lb === la && b.pending.size < a.pending.size) ? b : a;
+    });
     const id = this.nextId++;
+    for (const d of domains) thread.destinations.set(d, (thread.destinations.get(d) ?? 0) + 1);
+    const release = () => {
+      for (const d of domains) {
+        const n = (thread.destinations.get(d) ?? 1) - 1;
+        if (n > 0) thread.destinations.set(d, n);
+        else thread.destinations.delete(d);
+      }
+    };
     return new Promise<RenderReply>((resolve, reject) => {
-      thread.pending.set(id, { resolve, reject });
+      thread.pending.set(id, {
+        resolve: (reply) => {
+          release();
+          resolve(reply);
+        },
+        reject: (err) => {
+          release();
+          reject(err);
+        },
+      });
       thread.worker.postMessage({ ...req, id } satisfies RenderRequest | TextRequest);
     });
   }
@@ -186,13 +218,15 @@ export class RenderPool {
     const ext = extname(fileURLToPath(import.meta.url));
     const url = new URL(`./render-worker${ext}`, import.meta.url).href;
     // A worker does not inherit tsx's loader hooks on Node 20: under tsx, the worker registers them first.
-    const workerData: RenderWorkerData = this.mtaConfig ? { mta: { ...this.mtaConfig, thread: index } } : {};
+    const c = this.mtaConfig?.connectionsPerHost ?? 0;
+    const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
+    const workerData: RenderWorkerData = this.mtaConfig ? { mta: { ...this.mtaConfig, connectionsPerHost: share, thread: index } } : {};
     const worker =
       ext === '.ts'
         ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })
         : new Worker(new URL(url), { workerData });
     worker.unref();
-    const thread: Thread = { worker, pending: new Map() };
+    const thread: Thread = { worker, pending: new Map(), destinations: new Map() };
     worker.on('message', (reply: RenderReply | { closed: true }) => {
       if ('closed' in reply) return thread.closed?.();
       const waiting = thread.pending.get(reply.id);
