@@ -2,8 +2,8 @@
 // loopback DNS server (dns2) and a fast SMTP sink MX that accepts everything and discards the bodies.
 //
 //   npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
-//                         [--delivery-concurrency <config>] [--connections-per-host <config>]
-//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--keep]
+//                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
+//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
 //
 // Two phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops. For
@@ -14,9 +14,14 @@
 // server and sink MX) runs on one worker thread and the API client on another, so that their JavaScript
 // does not share the appliance's event loop (they still share the machine's CPUs, and RSS is the whole
 // process's). `--profile` adds timings around the MTA and every SQL statement (some overhead).
+// CPU: the appliance's CPU time per accepted and per delivered email (process.cpuUsage, which covers every
+// thread, minus the client's and the sink's threads, read from /proc/thread-self/stat on Linux), the main
+// thread's alone, and its event-loop utilisation. On a shared machine these move far less than the rates.
+// For a CPU profile: `node --cpu-prof --cpu-prof-dir=DIR --import tsx scripts/bench-send.ts …` (one file
+// per thread).
 // `--split` measures intake and delivery apart: every email is accepted scheduled a day ahead (nothing is
 // delivered meanwhile), then its job is made due at once and the queue delivers the whole backlog.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -31,10 +36,13 @@ interface Options {
   batchSize: number;
   deliveryConcurrency: number | undefined;
   connectionsPerHost: number | undefined;
+  renderThreads: number | undefined;
   phases: Array<'batch' | 'single'>;
   tls: boolean;
   split: boolean;
   profile: boolean;
+  /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
+  cpuProfileDir: string | undefined;
   keep: boolean;
   timeoutS: number;
 }
@@ -47,10 +55,12 @@ function parseArgs(argv: string[]): Options {
     batchSize: 100,
     deliveryConcurrency: undefined,
     connectionsPerHost: undefined,
+    renderThreads: undefined,
     phases: ['batch', 'single'],
     tls: true,
     split: false,
     profile: false,
+    cpuProfileDir: undefined,
     keep: false,
     timeoutS: 600,
   };
@@ -83,6 +93,9 @@ function parseArgs(argv: string[]): Options {
       case '--connections-per-host':
         o.connectionsPerHost = int('connections-per-host', value(), 1);
         break;
+      case '--render-threads':
+        o.renderThreads = int('render-threads', value(), 0);
+        break;
       case '--phases': {
         const list = (value() ?? '').split(',').map((s) => s.trim());
         if (!list.length || list.some((p) => p !== 'batch' && p !== 'single')) throw new Error('--phases takes batch, single or batch,single');
@@ -98,6 +111,9 @@ function parseArgs(argv: string[]): Options {
       case '--profile':
         o.profile = true;
         break;
+      case '--cpu-profile':
+        o.cpuProfileDir = value();
+        break;
       case '--keep':
         o.keep = true;
         break;
@@ -106,7 +122,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--phases batch,single] [--no-tls] [--split] [--profile] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -133,6 +149,7 @@ const COUNTERS = 4;
 type RemoteRequest =
   | { op: 'dns-set'; seq: number; type: 'A' | 'AAAA' | 'TXT' | 'MX'; name: string; values: Array<string | { exchange: string; priority: number }> }
   | { op: 'summary'; seq: number }
+  | { op: 'cpu'; seq: number }
   | { op: 'stop'; seq: number };
 type RemoteOutcome = { ok: true; value?: unknown } | { ok: false; error: string };
 type RemoteReply = RemoteOutcome & { seq: number };
@@ -173,9 +190,25 @@ interface ClientResult {
   errors: string[];
   /** One per HTTP request, ms. */
   latencies: number[];
+  /** CPU time of the client thread, ms. */
+  cpuMs: number;
 }
 
 const wallNow = () => performance.timeOrigin + performance.now();
+
+/**
+ * CPU time (user + system, ms) of the calling thread, from Linux's /proc/thread-self/stat (10 ms ticks);
+ * NaN elsewhere. process.cpuUsage() covers every thread of the process, and the bench's client and sink
+ * threads live in this process too: their own figures are subtracted to get the appliance's.
+ */
+function threadCpuMs(): number {
+  try {
+    const fields = readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
 
 /** A 2 KB html body (the text part is derived by the appliance). */
 function htmlBody(bytes = 2048): string {
@@ -279,6 +312,8 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
         }
         const summary: SinkSummary = { accepted: Atomics.load(counters, ACCEPTED), distinct: seen.size, duplicates, maxCopies, bytes };
         reply({ ok: true, value: summary });
+      } else if (msg.op === 'cpu') {
+        reply({ ok: true, value: threadCpuMs() });
       } else if (msg.op === 'stop') {
         server.close(() => {
           void dns.stop().then(() => {
@@ -298,7 +333,8 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
 // ------------------------------------------------------------------------------------ worker: API client
 
 async function runClient(job: ClientJob): Promise<ClientResult> {
-  const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [] };
+  const cpuAtStart = threadCpuMs();
+  const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [], cpuMs: 0 };
   const headers = { authorization: `Bearer ${job.apiKey}`, 'content-type': 'application/json' };
   const email = (i: number) => ({
     from: `Bench <news@${SENDER_DOMAIN}>`,
@@ -358,6 +394,7 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
     }
   }
   await Promise.all(Array.from({ length: job.concurrency }, loop));
+  result.cpuMs = threadCpuMs() - cpuAtStart;
   return result;
 }
 
@@ -389,6 +426,14 @@ interface PhaseFigures {
   loopDelayP99: number;
   elu: number;
   cpuCores: number;
+  /** Appliance CPU (process minus the bench's client and sink threads), ms per accepted email while accepting. */
+  cpuPerAccepted: number;
+  /** Appliance CPU per delivered email: over the delivery of the backlog (--split) or the whole phase. */
+  cpuPerDelivered: number;
+  /** The same for the main thread alone (the appliance's event loop; the bench's own polling is small). */
+  mainCpuPerAccepted: number;
+  mainCpuPerDelivered: number;
+  intakeElu: number;
 }
 
 interface QueryStat {
@@ -408,7 +453,7 @@ async function main(): Promise<void> {
   let peakRss = 0;
   let phasePeakRss = 0;
   const rssTimer = setInterval(() => {
-    const rss = process.memoryUsage().rss;
+    const rss = process.memoryUsage.rss(); // rss() alone: memoryUsage() also walks the heap, on the appliance's thread
     peakRss = Math.max(peakRss, rss);
     phasePeakRss = Math.max(phasePeakRss, rss);
   }, 100);
@@ -455,6 +500,7 @@ async function main(): Promise<void> {
       rateLimits: false, // benchmarks measure the send path, not the request limits
       ...(opts.deliveryConcurrency ? { deliveryConcurrency: opts.deliveryConcurrency } : {}),
       ...(opts.connectionsPerHost ? { connectionsPerHost: opts.connectionsPerHost } : {}),
+      ...(opts.renderThreads !== undefined ? { renderThreads: opts.renderThreads } : {}),
     },
   );
 
@@ -522,6 +568,10 @@ async function main(): Promise<void> {
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
   };
 
+  // --cpu-profile DIR: the main thread's CPU profile per phase (intake, then delivery or the rest), written as
+  // DIR/<phase>-<part>.cpuprofile (open in Chrome DevTools or speedscope).
+  const profiler = opts.cpuProfileDir ? await mainThreadProfiler(opts.cpuProfileDir) : undefined;
+
   let exitCode = 0;
   try {
     // The sending domain, created and verified the way a customer would.
@@ -545,7 +595,7 @@ async function main(): Promise<void> {
 
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
-        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, ` +
+        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads}, ` +
         `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
@@ -563,16 +613,21 @@ async function main(): Promise<void> {
       const label = phase === 'batch' ? `(a) POST /emails/batch × ${opts.batchSize}` : `(b) POST /emails × ${opts.concurrency} loops`;
       const sinkBase = Atomics.load(counters, ACCEPTED);
       const dbBase = await deliveredInDb();
-      phasePeakRss = process.memoryUsage().rss;
+      phasePeakRss = process.memoryUsage.rss();
       mtaTimes.length = 0;
       queryStats.clear();
       const loopDelay = monitorEventLoopDelay({ resolution: 10 });
       loopDelay.enable();
+      const sinkCpu0 = await call<number>({ op: 'cpu' });
       const elu0 = performance.eventLoopUtilization();
       const cpu0 = process.cpuUsage();
+      const main0 = threadCpuMs();
       let elu1 = elu0;
       let cpu1 = cpu0;
+      let main1 = main0;
+      let sinkCpu1 = sinkCpu0;
       const t0 = wallNow();
+      await profiler?.start();
 
       const job: ClientJob = {
         url,
@@ -597,7 +652,7 @@ async function main(): Promise<void> {
       let dbAllAt = 0;
       let releasedAt = 0;
       let result: ClientResult | undefined;
-      let intake: { elu: number; cpuCores: number; loopDelayP99: number; peakRss: number } | undefined;
+      let intake: { elu: number; cpuCores: number; loopDelayP99: number; peakRss: number; applianceCpuMs: number; mainCpuMs: number } | undefined;
       void clientDone.then((r) => (result = r));
       let lastDbPoll = 0;
       let progressAt = Date.now();
@@ -606,7 +661,12 @@ async function main(): Promise<void> {
         if (result && !intake) {
           // Intake is over: what the appliance's thread and the process used meanwhile.
           const cpu = process.cpuUsage(cpu0);
+          const mainCpuMs = threadCpuMs() - main0;
+          await profiler?.stop(`${phase}-intake`);
+          const sinkNow = await call<number>({ op: 'cpu' });
           intake = {
+            applianceCpuMs: (cpu.user + cpu.system) / 1e3 - result.cpuMs - (sinkNow - sinkCpu0),
+            mainCpuMs,
             elu: performance.eventLoopUtilization(elu0).utilization,
             cpuCores: (cpu.user + cpu.system) / 1e3 / (now - t0),
             loopDelayP99: loopDelay.percentile(99) / 1e6,
@@ -618,19 +678,23 @@ async function main(): Promise<void> {
             await ctx.db('jobs').where('kind', DELIVER_JOB).andWhere('run_at', '>', at).update({ run_at: at });
             await ctx.db('emails').where('status', 'queued').whereNotNull('scheduled_at').update({ scheduled_at: null });
             releasedAt = wallNow();
+            await profiler?.start();
             ctx.jobs.wake();
             loopDelay.reset();
             elu1 = performance.eventLoopUtilization();
             cpu1 = process.cpuUsage();
+            main1 = threadCpuMs();
+            sinkCpu1 = await call<number>({ op: 'cpu' });
           }
         }
         const atSink = Atomics.load(counters, ACCEPTED) - sinkBase;
         if (!sinkAllAt && atSink >= opts.n) sinkAllAt = now;
-        if (!dbAllAt && now - lastDbPoll >= 250 && (!opts.split || releasedAt)) {
+        // The database is asked (GET /emails?status=delivered, a count over the team's emails) only once the sink
+        // has every message (a message reaches the sink before its outcome is recorded), so that the bench's
+        // polling does not load the appliance while it delivers.
+        if (!dbAllAt && sinkAllAt && now - lastDbPoll >= 50 && (!opts.split || releasedAt)) {
           lastDbPoll = now;
           const inDb = await deliveredInDb();
-          // A message reaches the sink before its outcome is recorded: look at the sink again first.
-          if (!sinkAllAt && Atomics.load(counters, ACCEPTED) - sinkBase >= opts.n) sinkAllAt = wallNow();
           if (inDb - dbBase >= opts.n) dbAllAt = wallNow();
         }
         if (result && sinkAllAt && dbAllAt) break;
@@ -647,11 +711,16 @@ async function main(): Promise<void> {
         await sleep(10);
       }
       await client.terminate();
+      await profiler?.stop(`${phase}-${opts.split ? 'delivery' : 'rest'}`);
       loopDelay.disable();
       const r = result!;
       const deliveryFrom = opts.split ? releasedAt : r.firstAcceptAt;
       const elu = performance.eventLoopUtilization(elu1);
       const cpu = process.cpuUsage(cpu1);
+      const mainDeliveryMs = threadCpuMs() - main1;
+      const sinkDeliveryMs = (await call<number>({ op: 'cpu' })) - sinkCpu1;
+      // Without --split the window is the whole phase, the client's thread included.
+      const deliveryCpuMs = (cpu.user + cpu.system) / 1e3 - sinkDeliveryMs - (opts.split ? 0 : result!.cpuMs);
       const deliveryWall = (Math.max(sinkAllAt, dbAllAt) - (opts.split ? releasedAt : t0)) / 1000;
 
       const lat = [...r.latencies].sort((a, b) => a - b);
@@ -673,6 +742,11 @@ async function main(): Promise<void> {
         loopDelayP99: loopDelay.percentile(99) / 1e6,
         elu: elu.utilization,
         cpuCores: (cpu.user + cpu.system) / 1e6 / deliveryWall,
+        cpuPerAccepted: intake!.applianceCpuMs / result!.accepted,
+        cpuPerDelivered: deliveryCpuMs / opts.n,
+        mainCpuPerAccepted: intake!.mainCpuMs / result!.accepted,
+        mainCpuPerDelivered: mainDeliveryMs / opts.n,
+        intakeElu: intake!.elu,
       };
       if (phase === 'batch') {
         const per = lat.map((ms) => ms / opts.batchSize);
@@ -695,6 +769,10 @@ async function main(): Promise<void> {
       const i = intake!;
       console.log(`  appliance loop  while accepting: utilisation ${fmt(i.elu * 100, 0)}%, event-loop delay p99 ${fmt(i.loopDelayP99)} ms, process CPU ${fmt(i.cpuCores, 2)} cores`);
       console.log(`                  ${opts.split ? 'while delivering the backlog' : 'whole phase'}: utilisation ${fmt(f.elu * 100, 0)}%, event-loop delay p99 ${fmt(f.loopDelayP99)} ms, process CPU ${fmt(f.cpuCores, 2)} cores; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.log(
+        `  appliance CPU   per accepted email (while accepting) ${fmt(f.cpuPerAccepted, 3)} ms (main thread ${fmt(f.mainCpuPerAccepted, 3)} ms); ` +
+          `per delivered email (${opts.split ? 'delivering the backlog' : 'whole phase, intake included'}) ${fmt(f.cpuPerDelivered, 3)} ms (main thread ${fmt(f.mainCpuPerDelivered, 3)} ms)`,
+      );
       if (r.errors.length) console.log(`  errors          ${r.errors.join(' | ')}`);
       if (opts.profile) printProfile(mtaTimes, queryStats, opts.n, (Math.max(sinkAllAt, dbAllAt) - t0) / 1000);
     }
@@ -721,8 +799,8 @@ async function main(): Promise<void> {
     const met = minDelivered >= 1000 && (worstSingleP99 ?? worstP99) < 50;
     const parts = figures.map((f) =>
       f.name === 'batch'
-        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`
-        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${mb(f.peakRss)}`,
+        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`
+        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`,
     );
     console.log(
       `\nSUMMARY n=${opts.n}: ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
@@ -741,6 +819,27 @@ async function main(): Promise<void> {
   }
   process.exitCode = exitCode;
 }
+
+async function mainThreadProfiler(dir: string) {
+  const { Session } = await import('node:inspector/promises');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  mkdirSync(dir, { recursive: true });
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  return {
+    start: () => session.post('Profiler.start'),
+    async stop(name: string) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    },
+  };
+}
+
+/** CPU ms per accepted / per delivered email (main thread in brackets) and the main thread's utilisation while accepting / delivering. */
+const cpuText = (f: PhaseFigures) =>
+  `CPU ${fmt(f.cpuPerAccepted, 2)} ms/acc (main ${fmt(f.mainCpuPerAccepted, 2)}), ${fmt(f.cpuPerDelivered, 2)} ms/dlv (main ${fmt(f.mainCpuPerDelivered, 2)}), ELU ${fmt(f.intakeElu * 100, 0)}%/${fmt(f.elu * 100, 0)}%`;
 
 function printProfile(mtaTimes: number[], queries: Map<string, QueryStat>, n: number, wallS: number): void {
   const sorted = [...mtaTimes].sort((a, b) => a - b);

@@ -8,10 +8,10 @@ import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
 import { createDeliveryHandler } from './services/delivery.js';
-import { DELIVER_JOB } from './services/emails.js';
+import { DELIVER_JOB, setTextDeriver } from './services/emails.js';
 import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
 import { createMta } from './mta/deliver.js';
-import { RenderPool } from './mta/render-pool.js';
+import { RenderPool, mtaThreadConfig } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
@@ -78,8 +78,10 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const bootstrap = await bootstrapIfEmpty(ctx);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
-    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' })));
+    // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).
+    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' }), opts.mta ? undefined : mtaThreadConfig(config)));
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
+    setTextDeriver(ctx, (html) => render.htmlToText(html));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);
     const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
     ctx.jobs.register(DISPATCH_JOB, () => waker.run());

@@ -13,7 +13,8 @@ import { Batcher, chunkRows } from '../db/batcher.js';
 import { readsOf, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
-import { RenderThreadError, type RenderPool } from '../mta/render-pool.js';
+import type { ComposeInput } from '../mta/compose.js';
+import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest } from '../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
 import { emailEventRow, json, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
@@ -147,10 +148,11 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     return sets.map(() => undefined);
   });
 
-  function buildSignedMessage(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>, at: Date): Promise<Buffer> {
+  /** What the render pool builds: the message (composed, or a raw send's source) and the signing key. */
+  function renderInput(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>): { message: ComposeInput | RawMessage; signer: RenderRequest['key'] } {
     const { email } = l;
     const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
-    if (l.source) return renderer.render({ raw: l.source }, signer, at);
+    if (l.source) return { message: { raw: l.source }, signer };
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
     const message = {
       from: parseMailbox(email.from_header)!,
@@ -165,7 +167,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       messageId: email.message_id,
       date: new Date(email.created_at),
     };
-    return renderer.render(message, signer, at);
+    return { message, signer };
   }
 
   // A deleted domain also leaves domain_id null (SET NULL), so a system email is told by all three marks.
@@ -196,7 +198,14 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       failure = 'The sending domain was removed before the email could be sent';
     } else {
       try {
-        raw = await buildSignedMessage(loaded, key, started);
+        const { message, signer } = renderInput(loaded, key);
+        if (email.mode !== 'test' && renderer.delivers) {
+          // The thread that builds and signs the message also runs its SMTP transactions (render-pool.ts).
+          const deliveries = [...destinations(pending)].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode }));
+          results = await renderer.renderAndDeliver(message, signer, started, deliveries, ctx.clock.now());
+        } else {
+          raw = await renderer.render(message, signer, started);
+        }
       } catch (err) {
         if (err instanceof RenderThreadError) throw err; // the thread died, not the message: the job retries
         // Not something a retry mends (a lost master key, a key that cannot sign): the email fails now.
@@ -206,10 +215,8 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     }
     if (raw && key) {
       const message = raw;
-      const byDomain = new Map<string, string[]>();
-      for (const r of pending) byDomain.set(r.domain, [...(byDomain.get(r.domain) ?? []), r.address]);
       results = await Promise.all(
-        [...byDomain].map(([domain, addresses]) =>
+        [...destinations(pending)].map(([domain, addresses]) =>
           email.mode === 'test'
             ? simulateDelivery(addresses, attempt)
             : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
@@ -225,6 +232,13 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     await record.submit(set);
     if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
   };
+}
+
+/** Pending recipients by destination domain: one SMTP transaction each. */
+function destinations(pending: RecipientRow[]): Map<string, string[]> {
+  const byDomain = new Map<string, string[]>();
+  for (const r of pending) byDomain.set(r.domain, [...(byDomain.get(r.domain) ?? []), r.address]);
+  return byDomain;
 }
 
 /** Everything one attempt's results change, as rows (no I/O). */

@@ -10,6 +10,7 @@ import { badRequest, conflict, forbidden, notFound } from '../core/errors.js';
 import { newId, randomBase62 } from '../core/ids.js';
 import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
+import { forgetSenderDomains } from './sender-domains.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
 import type { InboundMode } from './inbound-routing.js';
 
@@ -226,7 +227,7 @@ export async function getDomain(ctx: AppContext, teamId: string, id: string): Pr
 }
 
 export async function updateDomain(ctx: AppContext, teamId: string, id: string, input: UpdateDomainInput): Promise<Domain> {
-  return ctx.db.transaction(async (trx) => {
+  return afterCommit(ctx, ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     const at = ctx.clock.now();
     const changes: Partial<DomainRow> = {};
@@ -239,15 +240,24 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
     const domain = await domainView(ctx, trx, next);
     await recordEvent(trx, at, teamId, 'domain.updated', { ...domain, changes } as unknown as Record<string, unknown>);
     return domain;
-  });
+  }));
+}
+
+/** Once a change to a domain has committed (or failed), the send path's remembered sender domains are dropped. */
+async function afterCommit<T>(ctx: AppContext, change: Promise<T>): Promise<T> {
+  try {
+    return await change;
+  } finally {
+    forgetSenderDomains(ctx);
+  }
 }
 
 export async function deleteDomain(ctx: AppContext, teamId: string, id: string): Promise<void> {
-  await ctx.db.transaction(async (trx) => {
+  await afterCommit(ctx, ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     await trx('domains').where({ id }).delete();
     await recordEvent(trx, ctx.clock.now(), teamId, 'domain.deleted', { id: row.id, name: row.name });
-  });
+  }));
 }
 
 /**
@@ -265,7 +275,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   for (const { record, result } of checked) stored[recordKey(record)] = result.reason ? { status: result.status, reason: result.reason } : { status: result.status };
   const ok = checked.every(({ record, result }) => !record.required || result.status === 'verified');
   const at = ctx.clock.now();
-  return ctx.db.transaction(async (trx) => {
+  return afterCommit(ctx, ctx.db.transaction(async (trx) => {
     const current = await findRow(trx, teamId, id); // still there?
     const next: DomainRow = {
       ...current,
@@ -285,5 +295,5 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
     const domain = await domainView(ctx, trx, next);
     await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
     return domain;
-  });
+  }));
 }

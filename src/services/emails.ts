@@ -137,10 +137,9 @@ export function prepareInput(input: SendEmailInput) {
 
 export type PreparedInput = ReturnType<typeof prepareInput>;
 
-/** The team's domain of that name, if any. */
-export async function findSenderDomain(ctx: AppContext, teamId: string, name: string) {
-  return readsOf(ctx.db)<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
-}
+/** The team's domain of that name, if any (verified ones are remembered for a few seconds: sender-domains.ts). */
+export { findSenderDomain } from './sender-domains.js';
+import { findSenderDomain } from './sender-domains.js';
 
 /** The rules an email must pass before it is accepted. Throws AppError (400/422). */
 async function checkSend(input: SendEmailInput, domainOfTeam: (name: string) => Promise<{ id: string; status: string } | undefined>) {
@@ -168,11 +167,32 @@ export interface CheckedSend {
   hash: string | null;
   /** Set for a raw send: the stored source replaces composition (input then only describes the email for reads). */
   raw?: RawSource;
+  /** The text part, derived before the write (sendEmails) so that the write transaction need not; else derived there. */
+  text?: string | null;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
 // transaction runs share the next one. One writer per context; the map only finds it.
 const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
+
+// Deriving the text part of an html-only email costs about half a millisecond of CPU (html-to-text parses the
+// document): the appliance has it done on its render threads (render-pool.ts), off the event loop. One per
+// context, like the writers; without one it runs inline.
+const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>();
+export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promise<string>): void {
+  textDerivers.set(ctx, derive);
+}
+async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
+  if (input.text !== undefined) return input.text;
+  if (input.html === undefined) return null;
+  const derive = textDerivers.get(ctx);
+  if (!derive) return htmlToText(input.html);
+  try {
+    return await derive(input.html);
+  } catch {
+    return htmlToText(input.html); // the thread went away: derive it here
+  }
+}
 function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> {
   let w = writers.get(ctx);
   if (!w) {
@@ -211,7 +231,8 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
       try {
         const checked = await checkSend(input, lookup);
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        return await writer.submit({ sender, input, checked, hash });
+        const text = await deriveText(ctx, input);
+        return await writer.submit({ sender, input, checked, hash, text });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;
@@ -316,7 +337,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       subject: input.subject ?? '',
       html: input.html ?? null,
       // Derived once, here, so the stored email shows exactly the text part that is sent.
-      text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : null),
+      text: item.text !== undefined ? item.text : (input.text ?? (input.html !== undefined ? htmlToText(input.html) : null)),
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',
@@ -418,10 +439,11 @@ export interface EmailDetail extends EmailContentView {
 }
 
 export async function getEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<EmailDetail> {
-  const e = await findEmail(ctx.db, reader, publicId);
+  const reads = readsOf(ctx.db); // the read-only connections: a GET never queues behind the send path's writes
+  const e = await findEmail(reads, reader, publicId);
   const [recipients, attachments] = await Promise.all([
-    ctx.db<RecipientRow>('email_recipients').where('email_id', e.id).orderBy('id'),
-    ctx.db<AttachmentRow>('email_attachments').where('email_id', e.id).orderBy('position').select('filename', 'content_type', 'size'),
+    reads<RecipientRow>('email_recipients').where('email_id', e.id).orderBy('id'),
+    reads<AttachmentRow>('email_attachments').where('email_id', e.id).orderBy('position').select('filename', 'content_type', 'size'),
   ]);
   return {
     id: e.public_id,
@@ -488,7 +510,7 @@ const likeEscape = (s: string) => `%${s.toLowerCase().replace(/[\\%_]/g, (c) => 
 
 /** Newest first. `provider`, `country` and `device` describe opens and clicks, which are not tracked yet: they match nothing. */
 export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFilter, paging: PageRequest): Promise<Page<EmailListItem>> {
-  const q = ctx.db<EmailRow>('emails').where('team_id', reader.teamId);
+  const q = readsOf(ctx.db)<EmailRow>('emails').where('team_id', reader.teamId);
   if (reader.ownOnly) q.andWhere('api_key_id', reader.apiKeyId);
   if (f.status) q.andWhere('status', f.status);
   if (f.domain_id) q.andWhere('domain_id', f.domain_id);
@@ -524,8 +546,9 @@ export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFi
 }
 
 export async function listEmailEvents(ctx: AppContext, reader: Reader, publicId: string): Promise<Array<{ type: TimelineType; timestamp: string; data: Record<string, unknown> }>> {
-  const e = await findEmail(ctx.db, reader, publicId);
-  const rows = await ctx.db<{ type: TimelineType; data: string; created_at: string }>('email_events').where('email_id', e.id).orderBy('id');
+  const reads = readsOf(ctx.db);
+  const e = await findEmail(reads, reader, publicId);
+  const rows = await reads<{ type: TimelineType; data: string; created_at: string }>('email_events').where('email_id', e.id).orderBy('id');
   return rows.map((r) => ({ type: r.type, timestamp: r.created_at, data: json(r.data) }));
 }
 
