@@ -153,7 +153,7 @@ async function internetMain(): Promise<void> {
     const started = performance.now();
     const results = await Promise.all(perClient.map((jobs) => runClient(mxPort, jobs)));
     const elapsedMs = performance.now() - started;
-    process.send!({ results, elapsedMs }, () => {
+    process.send!({ results, elapsedMs, dnsQueries: dns.queries.length }, () => {
       void dns.stop().then(() => process.exit(0));
     });
   });
@@ -194,8 +194,8 @@ async function main(): Promise<void> {
 
     let peakRss = process.memoryUsage().rss;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
-    const done = new Promise<{ results: ClientResult[]; elapsedMs: number }>((resolve, reject) => {
-      child.once('message', (m) => resolve(m as { results: ClientResult[]; elapsedMs: number }));
+    const done = new Promise<{ results: ClientResult[]; elapsedMs: number; dnsQueries: number }>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as { results: ClientResult[]; elapsedMs: number; dnsQueries: number }));
       child.once('exit', (code) => reject(new Error(`the client process exited (${code}) before it reported`)));
     });
     const load0 = os.loadavg()[0]!;
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
       for (const [name, db] of [['w', ctx.db], ['r', readsOf(ctx.db)]] as const) db.on('query', (q: { sql: string }) => qcount.set(`${name} ${q.sql.slice(0, 90)}`, (qcount.get(`${name} ${q.sql.slice(0, 90)}`) ?? 0) + 1));
     }
     child.send({ mxPort: appliance.ports.mx.port, opts });
-    const { results, elapsedMs } = await done;
+    const { results, elapsedMs, dnsQueries } = await done;
     const cpu = process.cpuUsage(cpu0);
     const elu = performance.eventLoopUtilization(elu0);
     clearInterval(sampler);
@@ -232,6 +232,7 @@ async function main(): Promise<void> {
     line('appliance CPU per message', `${((cpu.user + cpu.system) / 1000 / Math.max(1, accepted)).toFixed(2)} ms (user ${(cpu.user / 1e6).toFixed(1)} s, system ${(cpu.system / 1e6).toFixed(1)} s, all threads)`);
     line('appliance CPU cores busy', ((cpu.user + cpu.system) / 1000 / elapsedMs).toFixed(2));
     line('main event-loop util.', elu.utilization.toFixed(2));
+    line('DNS queries (mailauth)', `${dnsQueries} (cached for 30 s)`);
     line('peak RSS', `${(peakRss / 1024 / 1024).toFixed(0)} MB`);
     line('load average (1 min)', `${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)} (${os.cpus().length} CPUs)`);
   } finally {
