@@ -6,17 +6,21 @@
 // messages of 2–20 KB to 100 mailboxes. Every message goes the whole way: mailauth (SPF, DKIM, DMARC, ARC
 // against a loopback DNS server), trace headers, the mailbox's filters, `store.deliver` committed (group
 // commit) before the 250. Printed: messages accepted per second, time from the end of DATA (the final dot
-// written) to the 250 (p50, p99, max), peak RSS of the process.
+// written) to the 250 (p50, p99, max), peak RSS of the process, the appliance's CPU time per message (all its
+// threads: process.cpuUsage, so SQLite's and zlib's pool threads count) and its main thread's event-loop
+// utilisation (perf_hooks eventLoopUtilization) over the run.
 //
-// Threads: the appliance runs alone on the main thread; the "internet" (the DNS server and the SMTP
-// clients) runs on a worker thread so that its JavaScript does not share the appliance's event loop (the
-// machine's CPUs and the RSS figure are shared).
+// Processes: the appliance runs alone in this process; the "internet" (the DNS server and the SMTP clients)
+// runs in a child process, so that neither its JavaScript nor its CPU time is counted as the appliance's
+// (the machine's two cores are shared, so wall-clock figures depend on what else runs: the CPU per message
+// is the steadier figure). Profile the appliance with `node --cpu-prof --import tsx scripts/bench-inbound.ts`.
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 interface Options {
   messages: number;
@@ -39,7 +43,7 @@ function parseArgs(argv: string[]): Options {
 const DOMAIN = 'bench.example';
 const SENDER = 'sender.bench';
 
-// ------------------------------------------------------------------------------ worker: DNS + clients
+// ------------------------------------------------------------------------------ child: DNS + clients
 
 interface ClientResult {
   accepted: number;
@@ -53,6 +57,14 @@ async function runClient(port: number, jobs: Array<{ to: string; body: string }>
   socket.setNoDelay(true);
   let buffer = '';
   let waiter: ((line: string) => void) | null = null;
+  let failed: Error | null = null;
+  let fail: ((err: Error) => void) | null = null;
+  const broken = (err: Error) => {
+    failed ??= err;
+    fail?.(failed);
+  };
+  socket.on('error', broken);
+  socket.on('close', () => broken(new Error('the server closed the connection')));
   socket.on('data', (d: Buffer) => {
     buffer += d.toString('latin1');
     for (;;) {
@@ -66,7 +78,12 @@ async function runClient(port: number, jobs: Array<{ to: string; body: string }>
       w(line);
     }
   });
-  const reply = () => new Promise<string>((resolve) => (waiter = resolve));
+  const reply = () =>
+    new Promise<string>((resolve, reject) => {
+      if (failed) return reject(failed);
+      waiter = resolve;
+      fail = reject;
+    });
   const command = async (c: string) => {
     const p = reply();
     socket.write(c + '\r\n');
@@ -116,13 +133,15 @@ function messageBody(i: number, to: string, size: number): string {
   return head + body.slice(0, Math.max(0, size - head.length - 2));
 }
 
-async function workerMain(): Promise<void> {
+async function internetMain(): Promise<void> {
+  // Never outlive the appliance's process.
+  process.once('disconnect', () => process.exit(0));
   const { startDns } = await import('../test/helpers/dns-server.js');
   const dns = await startDns();
   dns.set('TXT', SENDER, ['v=spf1 ip4:127.0.0.1 -all']);
   dns.set('TXT', `_dmarc.${SENDER}`, ['v=DMARC1; p=none']);
-  parentPort!.postMessage({ dns: dns.server });
-  parentPort!.once('message', async (msg: { mxPort: number; opts: Options }) => {
+  process.send!({ dns: dns.server });
+  process.once('message', async (msg: { mxPort: number; opts: Options }) => {
     const { mxPort, opts } = msg;
     // Sizes 2–20 KB, spread evenly (deterministic), recipients round-robin over the mailboxes.
     const perClient: Array<Array<{ to: string; body: string }>> = Array.from({ length: opts.clients }, () => []);
@@ -134,8 +153,9 @@ async function workerMain(): Promise<void> {
     const started = performance.now();
     const results = await Promise.all(perClient.map((jobs) => runClient(mxPort, jobs)));
     const elapsedMs = performance.now() - started;
-    parentPort!.postMessage({ results, elapsedMs });
-    await dns.stop();
+    process.send!({ results, elapsedMs, dnsQueries: dns.queries.length }, () => {
+      void dns.stop().then(() => process.exit(0));
+    });
   });
 }
 
@@ -148,12 +168,12 @@ async function main(): Promise<void> {
     import('../src/appliance.js'),
     import('../src/services/api-keys.js'),
   ]);
-  // tsx's loader is not inherited by worker threads: the worker boots through tsx's API.
-  const boot = `import('tsx/esm/api').then((api) => api.tsImport(${JSON.stringify(import.meta.url)}, ${JSON.stringify(import.meta.url)}))`;
-  const worker = new Worker(boot, { eval: true, workerData: { role: 'internet' } });
+  // The child runs this same file through tsx (and is not profiled when this process is).
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--internet'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const dnsServer = await new Promise<{ host: string; port: number }>((resolve, reject) => {
-    worker.once('message', (m: { dns: { host: string; port: number } }) => resolve(m.dns));
-    worker.once('error', reject);
+    child.once('message', (m) => resolve((m as { dns: { host: string; port: number } }).dns));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the client process exited (${code})`)));
   });
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mail-bench-inbound-'));
@@ -174,12 +194,26 @@ async function main(): Promise<void> {
 
     let peakRss = process.memoryUsage().rss;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
-    const done = new Promise<{ results: ClientResult[]; elapsedMs: number }>((resolve) => worker.once('message', resolve));
-    worker.postMessage({ mxPort: appliance.ports.mx.port, opts });
-    const { results, elapsedMs } = await done;
+    const done = new Promise<{ results: ClientResult[]; elapsedMs: number; dnsQueries: number }>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as { results: ClientResult[]; elapsedMs: number; dnsQueries: number }));
+      child.once('exit', (code) => reject(new Error(`the client process exited (${code}) before it reported`)));
+    });
+    const load0 = os.loadavg()[0]!;
+    const elu0 = performance.eventLoopUtilization();
+    const cpu0 = process.cpuUsage();
+    const qcount = new Map<string, number>();
+    if (process.env.BENCH_QUERIES) {
+      const { readsOf } = await import('../src/db/index.js');
+      for (const [name, db] of [['w', ctx.db], ['r', readsOf(ctx.db)]] as const) db.on('query', (q: { sql: string }) => qcount.set(`${name} ${q.sql.slice(0, 90)}`, (qcount.get(`${name} ${q.sql.slice(0, 90)}`) ?? 0) + 1));
+    }
+    child.send({ mxPort: appliance.ports.mx.port, opts });
+    const { results, elapsedMs, dnsQueries } = await done;
+    const cpu = process.cpuUsage(cpu0);
+    const elu = performance.eventLoopUtilization(elu0);
     clearInterval(sampler);
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
 
+    for (const [k, v] of [...qcount].sort((a, b) => b[1] - a[1])) process.stdout.write(`${String(v).padStart(7)} ${k}\n`);
     const accepted = results.reduce((n, r) => n + r.accepted, 0);
     const refused = results.reduce((n, r) => n + r.refused, 0);
     const lat = results.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
@@ -195,19 +229,24 @@ async function main(): Promise<void> {
     line('end of DATA → 250, p50', `${pct(50).toFixed(1)} ms`);
     line('end of DATA → 250, p99', `${pct(99).toFixed(1)} ms`);
     line('end of DATA → 250, max', `${(lat.at(-1) ?? 0).toFixed(1)} ms`);
+    line('appliance CPU per message', `${((cpu.user + cpu.system) / 1000 / Math.max(1, accepted)).toFixed(2)} ms (user ${(cpu.user / 1e6).toFixed(1)} s, system ${(cpu.system / 1e6).toFixed(1)} s, all threads)`);
+    line('appliance CPU cores busy', ((cpu.user + cpu.system) / 1000 / elapsedMs).toFixed(2));
+    line('main event-loop util.', elu.utilization.toFixed(2));
+    line('DNS queries (mailauth)', `${dnsQueries} (cached for 30 s)`);
     line('peak RSS', `${(peakRss / 1024 / 1024).toFixed(0)} MB`);
+    line('load average (1 min)', `${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)} (${os.cpus().length} CPUs)`);
   } finally {
-    await worker.terminate();
+    if (child.exitCode === null) child.kill();
     await appliance.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-if (isMainThread) {
+if (process.argv[2] === '--internet') {
+  void internetMain();
+} else {
   main().catch((err: unknown) => {
     process.stderr.write(`bench:inbound failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
-} else if ((workerData as { role?: string }).role === 'internet') {
-  void workerMain();
 }

@@ -12,6 +12,7 @@ import { planDelivery } from '../mailstore/filters.js';
 import { MailStoreError, type DeliveryTarget, type MailStore, type MailboxAccount } from '../mailstore/types.js';
 import { sendEmails, type SendEmailInput } from './emails.js';
 import type { MailboxDelivery } from './inbound.js';
+import { directoryOf } from './inbound-directory.js';
 
 export const FORWARDED_BY_HEADER = 'X-Forwarded-By';
 
@@ -25,6 +26,7 @@ export const isFull = (a: MailboxAccount, size = 1) => a.quotaBytes > 0 && a.use
 
 export function createMailboxDelivery(ctx: AppContext, store: MailStore): MailboxDelivery {
   const log = ctx.log.child({ component: 'mx' });
+  const directory = directoryOf(ctx.db);
 
   async function forward(account: MailboxAccount, to: string[], raw: Buffer, headers: Map<string, string[]>): Promise<void> {
     const forwardedBy = (headers.get(FORWARDED_BY_HEADER.toLowerCase()) ?? []).map((v) => v.toLowerCase());
@@ -52,12 +54,14 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
   return async (raw, routes, opts) => {
     // The accounts were read at RCPT; a mailbox deleted since then fails the delivery (not_found) and retries.
     const accounts = new Map(routes.flatMap((r) => r.accounts).map((a) => [a.id, a]));
-    const headers = parseHeaders(raw);
+    // The header block is parsed only when a rule needs it (most mailboxes have none).
+    let parsed: Map<string, string[]> | undefined;
+    const headers = () => (parsed ??= parseHeaders(raw));
     const targets: DeliveryTarget[] = [];
     const forwards: Array<{ account: MailboxAccount; to: string[] }> = [];
     for (const [id, account] of accounts) {
-      const rules = await store.getFilters(id);
-      const plan = planDelivery(rules, { headers, size: raw.length }, { mailboxId: id, folder: opts.junk ? 'Junk' : 'INBOX' });
+      const rules = await directory.filterRules(id, () => store.getFilters(id));
+      const plan = rules.length === 0 ? { targets: [{ mailboxId: id, folder: opts.junk ? 'Junk' : 'INBOX' }], forwards: [] as string[] } : planDelivery(rules, { headers: headers(), size: raw.length }, { mailboxId: id, folder: opts.junk ? 'Junk' : 'INBOX' });
       targets.push(...plan.targets.map((t) => (opts.junk ? { ...t, folder: 'Junk' } : t)));
       if (plan.forwards.length > 0) forwards.push({ account, to: plan.forwards });
     }
@@ -70,6 +74,6 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
       }
     }
     // After the copies are stored: a forward the send path refuses (quota, unverified domain) is logged.
-    if (!opts.junk) for (const f of forwards) await forward(f.account, f.to, raw, headers);
+    if (!opts.junk) for (const f of forwards) await forward(f.account, f.to, raw, headers());
   };
 }

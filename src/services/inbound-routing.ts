@@ -13,6 +13,7 @@ import type { AppContext } from '../context.js';
 import { readsOf } from '../db/index.js';
 import type { MailboxAccount, MailStore } from '../mailstore/types.js';
 import { emailIdFromReturnPath } from './feedback.js';
+import { directoryOf } from './inbound-directory.js';
 
 export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
 export type InboundMode = (typeof INBOUND_MODES)[number];
@@ -51,6 +52,20 @@ export async function findLocalDomain(ctx: AppContext, name: string): Promise<Lo
 
 /** Where mail for `address` goes, or why it is refused. `store` is null while no mail store is wired. */
 export async function routeRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
+  // Everything but the mailboxes' usage comes from the directory (services/inbound-directory.ts).
+  const route = await directoryOf(ctx.db).route(address, () => resolveRecipient(ctx, store, address));
+  if (route.kind !== 'mailbox' || !store) return route;
+  // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
+  // Fresh usage for the accounts that have a quota (the store checks again, atomically, when it delivers).
+  if (!route.accounts.some((a) => a.quotaBytes > 0)) return route;
+  const accounts = await Promise.all(route.accounts.map((a) => (a.quotaBytes > 0 ? store.getAccount(a.id) : a)));
+  const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes));
+  if (open.length === 0) return { kind: 'mailbox_full' };
+  return { ...route, mailboxIds: open.map((a) => a.id), accounts: open };
+}
+
+/** The route as the tables say (the accounts with their usage as read, full or not). */
+async function resolveRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
   const at = address.lastIndexOf('@');
   if (at <= 0) return { kind: 'unknown_user' };
   const local = address.slice(0, at);
@@ -62,11 +77,11 @@ export async function routeRecipient(ctx: AppContext, store: MailStore | null, a
   if (domain.inboundMode === 'webhook') return { kind: 'webhook', address, domain };
   const resolved = store ? await store.resolveAddress(address) : { kind: 'none' as const };
   if (store && resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {
-    // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
-    const accounts = await Promise.all(resolved.mailboxIds.map((id) => store.getAccount(id)));
-    const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes));
-    if (open.length === 0) return { kind: 'mailbox_full' };
-    return { kind: 'mailbox', address, domain, mailboxIds: open.map((a) => a.id), accounts: open, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
+    const accounts = (await Promise.all(resolved.mailboxIds.map((id) => store.getAccount(id)))).filter((a): a is MailboxAccount => a !== null);
+    if (accounts.length > 0) {
+      return { kind: 'mailbox', address, domain, mailboxIds: accounts.map((a) => a.id), accounts, via: resolved.via, alsoWebhook: domain.inboundMode === 'mailbox_and_webhook' };
+    }
+    return { kind: 'mailbox_full' };
   }
   if (domain.inboundMode === 'mailbox_then_webhook' || domain.inboundMode === 'mailbox_and_webhook') return { kind: 'webhook', address, domain };
   return { kind: 'unknown_user' };
