@@ -5,6 +5,7 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { TEST_HOSTNAME } from './app.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -24,11 +25,14 @@ const ALL_PORTS_FREE = Object.fromEntries(
   ['API', 'MX', 'SUBMISSION', 'SUBMISSIONS', 'IMAP', 'IMAPS', 'POP3', 'POP3S'].map((l) => [`MAIL_${l}_PORT`, '0']),
 );
 
-/** This process's environment without any MAIL_* setting, every listener on port 0, plus `env`. */
+/** What every spawned test appliance shares: loopback only, the tests' host name, structured logs (ports are read from them). */
+const TEST_DEFAULTS = { MAIL_BIND: '127.0.0.1', MAIL_HOSTNAME: TEST_HOSTNAME, MAIL_LOG_LEVEL: 'info' };
+
+/** This process's environment without any MAIL_* setting, every listener on port 0, the test defaults, plus `env`. */
 export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) base[k] = v;
-  return { ...base, ...ALL_PORTS_FREE, ...env };
+  return { ...base, ...ALL_PORTS_FREE, ...TEST_DEFAULTS, ...env };
 }
 
 export interface Exit {

@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { newToken } from '../../src/services/api-keys.js';
-import { makeDataDir, request, TEST_HOSTNAME } from '../helpers/app.js';
+import { makeDataDir, request } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
 import { ApplianceProcess, childEnv } from '../helpers/process.js';
@@ -25,9 +25,6 @@ t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
   const apiKey = newToken('live');
   const env = childEnv({
     MAIL_DATA_DIR: dataDir,
-    MAIL_BIND: '127.0.0.1',
-    MAIL_HOSTNAME: TEST_HOSTNAME,
-    MAIL_LOG_LEVEL: 'info',
     MAIL_BOOTSTRAP_API_KEY: apiKey,
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',

@@ -176,9 +176,6 @@ function processEnv(dataDir: string, apiKey: string, dns: TestDns, mx: RemoteMx)
   return childEnv({
     MAIL_DATA_DIR: dataDir,
     MAIL_API_PORT: '0',
-    MAIL_BIND: '127.0.0.1',
-    MAIL_HOSTNAME: TEST_HOSTNAME,
-    MAIL_LOG_LEVEL: 'info',
     MAIL_BOOTSTRAP_API_KEY: apiKey,
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',

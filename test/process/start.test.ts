@@ -15,7 +15,7 @@ t.setTimeout(600_000);
 const KEY_RE = /sk_(live|test)_[0-9A-Za-z_-]{16,}/g;
 
 function baseEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return childEnv({ MAIL_DATA_DIR: dataDir, MAIL_BIND: '127.0.0.1', MAIL_HOSTNAME: 'mx.test.example', ...extra });
+  return childEnv({ MAIL_DATA_DIR: dataDir, MAIL_HOSTNAME: 'mx.test.example', ...extra });
 }
 
 

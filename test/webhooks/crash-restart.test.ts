@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { FakeClock, SECOND } from '../../src/core/clock.js';
 import { openDatabase } from '../../src/db/index.js';
 import { newToken } from '../../src/services/api-keys.js';
-import { makeDataDir, request, startTestApp, TEST_HOSTNAME } from '../helpers/app.js';
+import { makeDataDir, request, startTestApp } from '../helpers/app.js';
 import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -82,9 +82,6 @@ t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx e
   const apiKey = newToken('live');
   const env = childEnv({
     MAIL_DATA_DIR: dataDir,
-    MAIL_BIND: '127.0.0.1',
-    MAIL_HOSTNAME: TEST_HOSTNAME,
-    MAIL_LOG_LEVEL: 'info',
     MAIL_BOOTSTRAP_API_KEY: apiKey,
     MAIL_WEBHOOK_ALLOW_PRIVATE: 'true',
     MAIL_WEBHOOK_TIMEOUT_MS: '60000',
