@@ -7,6 +7,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { loadOrCreateMasterKey } from './core/key-material.js';
 import { SecretBox } from './core/secrets.js';
+import { Signal } from './core/signal.js';
 import { openDatabase, type Db } from './db/index.js';
 import { createResolver, type DnsResolver } from './dns/resolver.js';
 import { JobQueue, type WorkerOptions } from './jobs/queue.js';
@@ -26,6 +27,11 @@ export interface AppContext {
   readonly version: string;
   /** Mailboxes, folders, messages and their change feed (src/mailstore/); the only way to their tables. */
   readonly mailstore: MailStore;
+  /**
+   * Emitted after every change (committed or failed) that services/domains.ts makes to a domain, so that
+   * caches of domain facts (sender domains, the MX's recipient directory) forget them.
+   */
+  readonly domainChanges: Signal;
 }
 
 export interface ContextOptions {
@@ -55,5 +61,6 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     jobs: new JobQueue(db, clock, log, opts.jobs),
     version: packageVersion(),
     mailstore: createMailStore({ db, clock }),
+    domainChanges: new Signal(),
   };
 }

@@ -37,6 +37,8 @@ interface AliasRow {
 
 export function createAccountOps(core: Core) {
   const live = () => core.reads('mailboxes').whereNull('deleted_at');
+  /** A write to what addresses resolve to (accounts, aliases, filter rules): announced once it has settled. */
+  const directoryWrite = <T>(write: Promise<T>): Promise<T> => core.directory.after(write);
 
   async function aliasesWithTargets(rows: AliasRow[]): Promise<Alias[]> {
     if (rows.length === 0) return [];
@@ -68,7 +70,7 @@ export function createAccountOps(core: Core) {
       const passwordHash = await hashPassword(input.password);
       const now = nowIso(core);
       try {
-        const row = await core.db.transaction(async (trx) => {
+        const row = await directoryWrite(core.db.transaction(async (trx) => {
           if (input.maxAccountsPerTeam !== undefined && Number.isFinite(input.maxAccountsPerTeam)) {
             const [{ n }] = (await trx('mailboxes').where({ team_id: input.teamId }).whereNull('deleted_at').count({ n: '*' })) as [{ n: number }];
             if (Number(n) >= input.maxAccountsPerTeam) throw new MailStoreError(`Mailbox limit reached: ${input.maxAccountsPerTeam} mailboxes`, 'forbidden');
@@ -103,7 +105,7 @@ export function createAccountOps(core: Core) {
           );
           await trx('mailboxes').where({ id }).update({ last_uid_validity: m.lastUidValidity });
           return { ...base, id: id! };
-        });
+        }));
         return toAccount(row);
       } catch (err) {
         if (isConstraint(err)) throw new MailStoreError(`Mailbox ${address} already exists`, 'exists');
@@ -132,13 +134,13 @@ export function createAccountOps(core: Core) {
 
     async setPassword(id: number, password: string): Promise<void> {
       const hash = await hashPassword(password);
-      const n = await core.db('mailboxes').where({ id }).whereNull('deleted_at').update({ password_hash: hash, updated_at: nowIso(core) });
+      const n = await directoryWrite(core.db('mailboxes').where({ id }).whereNull('deleted_at').update({ password_hash: hash, updated_at: nowIso(core) }));
       if (n === 0) throw new MailStoreError(`Mailbox ${id} not found`, 'not_found');
     },
 
     async deleteAccount(id: number): Promise<void> {
       const now = nowIso(core);
-      const n = await core.db('mailboxes').where({ id }).whereNull('deleted_at').update({ deleted_at: now, updated_at: now });
+      const n = await directoryWrite(core.db('mailboxes').where({ id }).whereNull('deleted_at').update({ deleted_at: now, updated_at: now }));
       if (n === 0) throw new MailStoreError(`Mailbox ${id} not found`, 'not_found');
     },
 
@@ -151,7 +153,7 @@ export function createAccountOps(core: Core) {
       const ids = ((await core.db('mailboxes').where('deleted_at', '<', deletedBefore.toISOString()).orderBy('id').limit(limit).select('id')) as Array<{ id: number }>).map(
         (r) => r.id,
       );
-      for (const id of ids) await core.db.transaction((trx) => trx('mailboxes').where({ id }).whereNotNull('deleted_at').delete());
+      for (const id of ids) await directoryWrite(core.db.transaction((trx) => trx('mailboxes').where({ id }).whereNotNull('deleted_at').delete()));
       return ids.length;
     },
 
@@ -163,7 +165,7 @@ export function createAccountOps(core: Core) {
       const update: Partial<MailboxRow> = { updated_at: nowIso(core) };
       if (patch.displayName !== undefined) update.display_name = patch.displayName;
       if (patch.quotaBytes !== undefined) update.quota_bytes = patch.quotaBytes;
-      const n = await core.db('mailboxes').where({ id }).whereNull('deleted_at').update(update);
+      const n = await directoryWrite(core.db('mailboxes').where({ id }).whereNull('deleted_at').update(update));
       if (n === 0) throw new MailStoreError(`Mailbox ${id} not found`, 'not_found');
       return toAccount((await core.db('mailboxes').where({ id }).first()) as MailboxRow);
     },
@@ -263,12 +265,14 @@ export function createAccountOps(core: Core) {
     },
 
     async setFilters(mailboxId: number, rules: FilterRule[]): Promise<void> {
-      await core.db.transaction(async (trx) => {
-        await trx('mailbox_filters').where({ mailbox_id: mailboxId }).delete();
-        if (rules.length > 0) {
-          await trx('mailbox_filters').insert(rules.map((rule, position) => ({ mailbox_id: mailboxId, position, rule: JSON.stringify(rule) })));
-        }
-      });
+      await directoryWrite(
+        core.db.transaction(async (trx) => {
+          await trx('mailbox_filters').where({ mailbox_id: mailboxId }).delete();
+          if (rules.length > 0) {
+            await trx('mailbox_filters').insert(rules.map((rule, position) => ({ mailbox_id: mailboxId, position, rule: JSON.stringify(rule) })));
+          }
+        }),
+      );
     },
 
     // ---- aliases ----
@@ -279,7 +283,7 @@ export function createAccountOps(core: Core) {
       if (ids.length === 0) throw new MailStoreError('An alias needs at least one mailbox', 'invalid');
       const now = nowIso(core);
       try {
-        const id = await core.db.transaction(async (trx) => {
+        const id = await directoryWrite(core.db.transaction(async (trx) => {
           if (await trx('mailboxes').where({ address }).whereNull('deleted_at').first('id')) {
             throw new MailStoreError(`${address} is a mailbox`, 'exists');
           }
@@ -289,7 +293,7 @@ export function createAccountOps(core: Core) {
           const [aliasId] = (await trx('mail_aliases').insert({ team_id: input.teamId, domain_id: input.domainId, address, created_at: now })) as number[];
           await trx('mail_alias_targets').insert(ids.map((mailbox_id) => ({ alias_id: aliasId, mailbox_id })));
           return aliasId!;
-        });
+        }));
         return { id, teamId: input.teamId, domainId: input.domainId, address, mailboxIds: ids.sort((a, b) => a - b), createdAt: now };
       } catch (err) {
         if (isConstraint(err)) throw new MailStoreError(`Alias ${address} already exists`, 'exists');
@@ -309,7 +313,7 @@ export function createAccountOps(core: Core) {
     },
 
     async deleteAlias(id: number): Promise<void> {
-      const n = await core.db('mail_aliases').where({ id }).delete();
+      const n = await directoryWrite(core.db('mail_aliases').where({ id }).delete());
       if (n === 0) throw new MailStoreError(`Alias ${id} not found`, 'not_found');
     },
   };

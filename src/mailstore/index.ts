@@ -9,9 +9,10 @@
 // Blob garbage: a source's reference count is kept by triggers on the message rows (migration 006), and a
 // source left with no reference is deleted in that same transaction, however the rows went (expunge,
 // folder delete, or the cascade of deleting a domain or team). No sweep needed.
-// Soft-deleted accounts keep their messages until retention removes them (not done here yet).
+// Soft-deleted accounts keep their messages until retention purges them (`purgeDeletedAccounts`).
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../core/clock.js';
+import { Signal } from '../core/signal.js';
 import { readsOf, type Db } from '../db/index.js';
 import { createAccountOps } from './accounts.js';
 import { createDeliveryWriter } from './delivery.js';
@@ -32,7 +33,7 @@ export interface MailStoreOptions {
 export function createMailStore(opts: MailStoreOptions): MailStore {
   const feed = new EventEmitter();
   feed.setMaxListeners(0);
-  const core: Core = { db: opts.db, reads: readsOf(opts.db), clock: opts.clock, feed };
+  const core: Core = { db: opts.db, reads: readsOf(opts.db), clock: opts.clock, feed, directory: new Signal() };
   const writer = createDeliveryWriter(core);
   return {
     ...createAccountOps(core),
@@ -58,6 +59,10 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
       };
       feed.on(name, safe);
       return () => feed.off(name, safe);
+    },
+
+    onDirectoryChange(listener: () => void): () => void {
+      return core.directory.listen(listener);
     },
   };
 }

@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Clock } from '../core/clock.js';
+import type { Signal } from '../core/signal.js';
 import type { Db, Tx } from '../db/index.js';
 import { decodeFlags } from './flags.js';
 import {
@@ -78,6 +79,8 @@ export interface Core {
   clock: Clock;
   /** Change notifications, one event name per mailbox id; emitted after commit. */
   feed: EventEmitter;
+  /** Emitted after every change to what `resolveAddress` and `getFilters` answer (types.ts `onDirectoryChange`). */
+  directory: Signal;
 }
 
 /** A change to announce after commit. */

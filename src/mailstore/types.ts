@@ -297,4 +297,11 @@ export interface MailStore {
   changesSince(mailboxId: number, modseq: number): Promise<Change[]>;
   /** Called after every committed change of the mailbox (in this process); returns an unsubscribe function. */
   onChange(mailboxId: number, listener: (change: Change) => void): () => void;
+  /**
+   * Called after every change (committed or failed) in this process to what `resolveAddress`,
+   * `findAccountByAddress` and `getFilters` answer: accounts created, updated, deleted or purged, aliases
+   * created or deleted, filter rules replaced. Not called for usage, MODSEQ or message changes. Returns an
+   * unsubscribe function.
+   */
+  onDirectoryChange(listener: () => void): () => void;
 }

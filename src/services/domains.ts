@@ -10,7 +10,6 @@ import { badRequest, conflict, forbidden, notFound } from '../core/errors.js';
 import { newId, randomBase62 } from '../core/ids.js';
 import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
-import { forgetSenderDomains } from './sender-domains.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
 import type { InboundMode } from './inbound-routing.js';
 
@@ -180,7 +179,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
   // Key generation takes a while: do it before the transaction so writers are not held up.
   const key = await newDkimKey(at, ctx, id, 'active');
   try {
-    return await ctx.db.transaction(async (trx) => {
+    return await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
       const team = await trx<{ id: string; plan: Plan }>('teams').where('id', teamId).first('plan');
       if (!team) throw notFound('Team not found');
       if (await trx('domains').where({ name }).first('id')) throw conflict(`Domain '${name}' already exists`);
@@ -207,7 +206,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
       const domain = toDomain(row, [key], ctx.config);
       await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
       return domain;
-    });
+    }));
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`Domain '${name}' already exists`);
     throw err;
@@ -227,7 +226,7 @@ export async function getDomain(ctx: AppContext, teamId: string, id: string): Pr
 }
 
 export async function updateDomain(ctx: AppContext, teamId: string, id: string, input: UpdateDomainInput): Promise<Domain> {
-  return afterCommit(ctx, ctx.db.transaction(async (trx) => {
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     const at = ctx.clock.now();
     const changes: Partial<DomainRow> = {};
@@ -243,17 +242,8 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
   }));
 }
 
-/** Once a change to a domain has committed (or failed), the send path's remembered sender domains are dropped. */
-async function afterCommit<T>(ctx: AppContext, change: Promise<T>): Promise<T> {
-  try {
-    return await change;
-  } finally {
-    forgetSenderDomains(ctx);
-  }
-}
-
 export async function deleteDomain(ctx: AppContext, teamId: string, id: string): Promise<void> {
-  await afterCommit(ctx, ctx.db.transaction(async (trx) => {
+  await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     await trx('domains').where({ id }).delete();
     await recordEvent(trx, ctx.clock.now(), teamId, 'domain.deleted', { id: row.id, name: row.name });
@@ -275,7 +265,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   for (const { record, result } of checked) stored[recordKey(record)] = result.reason ? { status: result.status, reason: result.reason } : { status: result.status };
   const ok = checked.every(({ record, result }) => !record.required || result.status === 'verified');
   const at = ctx.clock.now();
-  return afterCommit(ctx, ctx.db.transaction(async (trx) => {
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const current = await findRow(trx, teamId, id); // still there?
     const next: DomainRow = {
       ...current,

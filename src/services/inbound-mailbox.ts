@@ -26,7 +26,7 @@ export const isFull = (a: MailboxAccount, size = 1) => a.quotaBytes > 0 && a.use
 
 export function createMailboxDelivery(ctx: AppContext, store: MailStore): MailboxDelivery {
   const log = ctx.log.child({ component: 'mx' });
-  const directory = directoryOf(ctx.db);
+  const directory = directoryOf(ctx);
 
   async function forward(account: MailboxAccount, to: string[], raw: Buffer, headers: Map<string, string[]>): Promise<void> {
     const forwardedBy = (headers.get(FORWARDED_BY_HEADER.toLowerCase()) ?? []).map((v) => v.toLowerCase());

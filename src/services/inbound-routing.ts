@@ -53,7 +53,7 @@ export async function findLocalDomain(ctx: AppContext, name: string): Promise<Lo
 /** Where mail for `address` goes, or why it is refused. `store` is null while no mail store is wired. */
 export async function routeRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
   // Everything but the mailboxes' usage comes from the directory (services/inbound-directory.ts).
-  const route = await directoryOf(ctx.db).route(address, () => resolveRecipient(ctx, store, address));
+  const route = await directoryOf(ctx).route(address, () => resolveRecipient(ctx, store, address));
   if (route.kind !== 'mailbox' || !store) return route;
   // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
   // Fresh usage for the accounts that have a quota (the store checks again, atomically, when it delivers).
