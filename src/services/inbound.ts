@@ -18,6 +18,7 @@ import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
 import { insertInbound, parseInbound, type AuthSummary, type ParsedInbound } from './inbound-emails.js';
 import type { LocalDomain, RecipientRoute } from './inbound-routing.js';
+import { headerSize } from '../mailstore/index.js';
 
 export interface InboundClient {
   ip: string;
@@ -75,9 +76,8 @@ export function rfc5322Date(d: Date): string {
 
 /** Removes Authentication-Results fields whose authserv-id is ours: only this box may speak for itself. */
 export function stripOwnAuthResults(raw: Buffer, authservId: string): Buffer {
-  const text = raw.toString('latin1');
-  const end = text.search(/\r?\n\r?\n/);
-  const head = end < 0 ? text : text.slice(0, end);
+  // The header block without the empty line that ends it (the body is never decoded).
+  const head = raw.toString('latin1', 0, headerSize(raw)).replace(/\r?\n\r?\n$/, '');
   const escaped = authservId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const own = new RegExp(`^authentication-results:\\s*${escaped}\\s*(;|$)`, 'i');
   if (!/^authentication-results:/im.test(head)) return raw;
