@@ -6,7 +6,7 @@ import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.js';
 import type { Config, Plan } from '../config.js';
 import type { Queryable } from '../db/index.js';
-import { badRequest, conflict, forbidden, notFound } from '../core/errors.js';
+import { badRequest, conflict, forbidden, notFound, unprocessable } from '../core/errors.js';
 import { newId, randomBase62 } from '../core/ids.js';
 import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
@@ -233,7 +233,14 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
     if (input.open_tracking !== undefined) changes.open_tracking = input.open_tracking;
     if (input.click_tracking !== undefined) changes.click_tracking = input.click_tracking;
     if (input.tls_mode !== undefined) changes.tls_mode = input.tls_mode;
-    if (input.inbound_mode !== undefined) changes.inbound_mode = input.inbound_mode;
+    if (input.inbound_mode !== undefined) {
+      // Routing a domain's mail to the team is proof of ownership's business: on a box shared by teams, a
+      // name anyone can add must not capture mail before its DNS shows the team controls it.
+      if (input.inbound_mode !== 'none' && input.inbound_mode !== row.inbound_mode && row.status !== 'verified') {
+        throw unprocessable(`Domain '${row.name}' is not verified: verify it before routing its inbound mail`);
+      }
+      changes.inbound_mode = input.inbound_mode;
+    }
     const next: DomainRow = { ...row, ...changes, updated_at: at.toISOString() };
     await trx('domains').where({ id }).update({ ...changes, updated_at: next.updated_at });
     const domain = await domainView(ctx, trx, next);

@@ -26,6 +26,21 @@ export interface LocalDomain {
   teamId: string;
   name: string;
   inboundMode: InboundMode;
+  verified: boolean;
+}
+
+/** RFC 5321 §4.5.1: every domain the box serves accepts mail for its postmaster. */
+export const POSTMASTER = 'postmaster';
+
+/**
+ * Addresses of a domain that the box itself answers for (the DMARC `rua` address, the `bounces+…` return
+ * paths): no mailbox or alias may take them. Answers why, or null.
+ */
+export function reservedAddress(address: string): string | null {
+  const local = address.slice(0, address.lastIndexOf('@')).toLowerCase();
+  if (local === DMARC_RUA_LOCAL_PART) return 'the box receives DMARC aggregate reports there';
+  if (local.startsWith('bounces+')) return 'the box receives bounce notices there';
+  return null;
 }
 
 export type RecipientRoute =
@@ -41,13 +56,14 @@ interface DomainRow {
   team_id: string;
   name: string;
   inbound_mode: string;
+  status: string;
 }
 
 export async function findLocalDomain(ctx: AppContext, name: string): Promise<LocalDomain | null> {
-  const row = await readsOf(ctx.db)<DomainRow>('domains').where({ name: name.toLowerCase() }).first('id', 'team_id', 'name', 'inbound_mode');
+  const row = await readsOf(ctx.db)<DomainRow>('domains').where({ name: name.toLowerCase() }).first('id', 'team_id', 'name', 'inbound_mode', 'status');
   if (!row) return null;
   const mode = (INBOUND_MODES as readonly string[]).includes(row.inbound_mode) ? (row.inbound_mode as InboundMode) : 'none';
-  return { id: row.id, teamId: row.team_id, name: row.name, inboundMode: mode };
+  return { id: row.id, teamId: row.team_id, name: row.name, inboundMode: mode, verified: row.status === 'verified' };
 }
 
 /** Where mail for `address` goes, or why it is refused. `store` is null while no mail store is wired. */
@@ -66,6 +82,7 @@ export async function routeRecipient(ctx: AppContext, store: MailStore | null, a
 
 /** The route as the tables say (the accounts with their usage as read, full or not). */
 async function resolveRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
+  if (address.toLowerCase() === POSTMASTER) return resolvePostmaster(ctx, store);
   const at = address.lastIndexOf('@');
   if (at <= 0) return { kind: 'unknown_user' };
   const local = address.slice(0, at);
@@ -84,5 +101,20 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
     return { kind: 'mailbox_full' };
   }
   if (domain.inboundMode === 'mailbox_then_webhook' || domain.inboundMode === 'mailbox_and_webhook') return { kind: 'webhook', address, domain };
+  // A postmaster without a mailbox or alias: kept as an inbound email of the domain (GET /inbound), never lost.
+  if (local.toLowerCase() === POSTMASTER && domain.verified) return { kind: 'webhook', address, domain };
+  return { kind: 'unknown_user' };
+}
+
+/**
+ * The bare `postmaster` (RFC 5321 §4.5.1, no domain): the postmaster of the box's host name, or of the
+ * nearest parent domain the box serves (mail.example.com → example.com).
+ */
+async function resolvePostmaster(ctx: AppContext, store: MailStore | null): Promise<RecipientRoute | Refusal> {
+  const labels = ctx.config.hostname.toLowerCase().split('.');
+  for (let i = 0; i < labels.length - 1; i++) {
+    const route = await resolveRecipient(ctx, store, `${POSTMASTER}@${labels.slice(i).join('.')}`);
+    if (route.kind !== 'not_local') return route;
+  }
   return { kind: 'unknown_user' };
 }

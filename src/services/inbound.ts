@@ -16,7 +16,7 @@ import { cachedLookups } from '../dns/cached-lookups.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
-import { insertInbound, parseInbound, type AuthSummary, type ParsedInbound } from './inbound-emails.js';
+import { insertInbound, parseInbound, type AuthSummary } from './inbound-emails.js';
 import type { LocalDomain, RecipientRoute } from './inbound-routing.js';
 import { headerSize } from '../mailstore/index.js';
 
@@ -142,13 +142,6 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const stored = Buffer.concat([trace, stripOwnAuthResults(message.raw, hostname)]);
 
     // 1. Mailboxes (the store commits its own transaction; filters decided per mailbox).
-    const mailboxRoutes = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'mailbox' }> => r.kind === 'mailbox');
-    if (mailboxRoutes.length > 0) {
-      if (!mailboxes) throw new Error('mailbox delivery is not wired');
-      await mailboxes(stored, mailboxRoutes, { junk, mailFrom: message.mailFrom });
-    }
-
-    // 2. Everything in the box's own tables, in one (shared) transaction.
     const webhook = new Map<string, { domain: LocalDomain; rcpt: string[]; mailboxIds: number[] }>();
     for (const r of message.routes) {
       if (r.kind !== 'webhook' && !(r.kind === 'mailbox' && r.alsoWebhook)) continue;
@@ -157,8 +150,16 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
       if (r.kind === 'mailbox') entry.mailboxIds.push(...r.mailboxIds);
       webhook.set(r.domain.id, entry);
     }
-    let parsed: ParsedInbound | undefined;
-    if (webhook.size > 0) parsed = await parseInbound(stored);
+    // Parsed before anything is stored: a message that cannot be parsed is refused (451) before a mailbox
+    // copy exists, so the sender's retry does not store a second one.
+    const parsed = webhook.size > 0 ? await parseInbound(stored) : undefined;
+    const mailboxRoutes = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'mailbox' }> => r.kind === 'mailbox');
+    if (mailboxRoutes.length > 0) {
+      if (!mailboxes) throw new Error('mailbox delivery is not wired');
+      await mailboxes(stored, mailboxRoutes, { junk, mailFrom: message.mailFrom });
+    }
+
+    // 2. Everything in the box's own tables, in one (shared) transaction.
     const feedback = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'feedback' }> => r.kind === 'feedback');
     const reports = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'dmarc' }> => r.kind === 'dmarc');
     if (webhook.size === 0 && feedback.length === 0 && reports.length === 0) return { status: 'accepted', queueId, junk };

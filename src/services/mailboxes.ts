@@ -8,6 +8,7 @@ import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } fr
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { MAILBOX_CAPS } from '../limits/table.js';
 import { MailStoreError, type Alias, type FilterRule, type MailboxAccount, type Share, type ShareAccess } from '../mailstore/types.js';
+import { reservedAddress } from './inbound-routing.js';
 
 /** Who calls: the team and its plan (from the API key). */
 export interface MailboxCaller {
@@ -108,6 +109,12 @@ async function verifiedDomain(ctx: AppContext, teamId: string, domain: string): 
   return row.id;
 }
 
+/** The addresses the box answers for itself cannot be a mailbox or an alias (their mail would never arrive). */
+function refuseReserved(address: string): void {
+  const why = reservedAddress(address);
+  if (why) throw unprocessable(`'${address}' is reserved: ${why}`);
+}
+
 // ---- mailboxes ----
 
 export async function createMailbox(
@@ -118,6 +125,7 @@ export async function createMailbox(
   const cap = gate(caller);
   const address = normaliseAddress(input.address);
   if (!address || !loginAddress(address)) throw badRequest('address: must be a valid email address');
+  refuseReserved(address);
   const domainId = await verifiedDomain(ctx, caller.teamId, domainOf(address));
   const account = await store(() =>
     ctx.mailstore.createAccount({
@@ -231,6 +239,7 @@ export async function createAlias(ctx: AppContext, caller: MailboxCaller, input:
   const normal = normaliseAddress(catchAll ? `catchall${raw.slice(1)}` : raw);
   if (!normal || !loginAddress(normal)) throw badRequest('address: must be an email address or *@domain');
   const address = catchAll ? `*@${domainOf(normal)}` : normal;
+  if (!catchAll) refuseReserved(address);
   const domainId = await verifiedDomain(ctx, caller.teamId, domainOf(normal));
   for (const mailboxId of new Set(input.mailboxIds)) {
     const target = await ctx.mailstore.getAccount(mailboxId);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { simpleParser } from 'mailparser';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
-import { buildMessage, publishSender, smtpSend, startInbound, until } from './support.js';
+import { addInboundDomain, buildMessage, publishSender, smtpSend, startInbound, until } from './support.js';
 
 t.test('mailboxes behind the MX', async (t) => {
   const sink = await startSmtpSink();
@@ -163,16 +163,21 @@ t.test('mailboxes behind the MX', async (t) => {
 });
 
 t.test('draft-reply for webhook-only mail returns the draft', async (t) => {
-  const { app, mxPort } = await startInbound(t);
-  const created = await app.request<{ id: string }>('POST', '/domains', { body: { name: 'hooks.example' } });
-  await app.request('PATCH', `/domains/${created.body.id}`, { body: { inbound_mode: 'webhook' } });
+  const { app, dns, mxPort } = await startInbound(t);
+  // Inbound routing needs a verified domain: a name anyone can add must not capture mail.
+  const unverified = await app.request<{ id: string }>('POST', '/domains', { body: { name: 'claimed.example' } });
+  const refused = await app.request<{ error: string; code: string }>('PATCH', `/domains/${unverified.body.id}`, { body: { inbound_mode: 'webhook' } });
+  t.equal(refused.status, 422);
+  t.match(refused.body, { code: 'unprocessable_entity', error: /Domain 'claimed\.example' is not verified/ });
+  t.equal((await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['cfo@claimed.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'cfo@claimed.example', subject: 'x' }))).code, 550, 'its mail is refused');
+  await addInboundDomain(app, dns, 'hooks.example', 'webhook');
   t.ok((await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['in@hooks.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'in@hooks.example', subject: 'Ping', messageId: '<p1@nodmarc.example>' }))).ok);
   const id = (await app.request<{ data: Array<{ id: number }> }>('GET', '/inbound')).body.data[0]!.id;
   const draft = await app.request<{ stored: boolean; draft: { from: string; to: string[]; subject: string; mime: string } }>('POST', `/inbound/${id}/draft-reply`, { body: { html: '<p>Pong</p>' } });
   t.equal(draft.status, 200, draft.text);
   t.match(draft.body, { stored: false, mailbox_id: null, draft: { from: 'in@hooks.example', to: ['a@nodmarc.example'], subject: 'Re: Ping' } });
   t.match(draft.body.draft.mime, /In-Reply-To: <p1@nodmarc\.example>/);
-  // A reply from a domain that is not verified is refused by the send path, as any send.
-  const reply = await app.request('POST', `/inbound/${id}/reply`, { body: { text: 'Pong' } });
-  t.equal(reply.status, 422);
+  const reply = await app.request<{ id: string }>('POST', `/inbound/${id}/reply`, { body: { text: 'Pong' } });
+  t.equal(reply.status, 202, reply.text);
+  t.match(reply.body.id, /^em_/, 'the reply goes out through the send path');
 });

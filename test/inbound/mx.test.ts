@@ -5,6 +5,7 @@ import t from 'tap';
 import net from 'node:net';
 import { addInboundDomain, buildMessage, publishSender, smtpSend, startInbound, until } from './support.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 
 interface InboundView {
   id: number;
@@ -59,8 +60,8 @@ t.test('MX listener', async (t) => {
   t.teardown(() => hooks.close());
   const hook = await app.request('POST', '/webhooks', { body: { url: hooks.url, events: ['email.inbound'] } });
   t.equal(hook.status, 201, 'webhook endpoint for email.inbound');
-  const domain = await addInboundDomain(app, 'hooks.example', 'webhook');
-  await addInboundDomain(app, 'closed.example', 'none');
+  const domain = await addInboundDomain(app, dns, 'hooks.example', 'webhook');
+  await addInboundDomain(app, dns, 'closed.example', 'none');
   const sender = publishSender(dns, 'sender.example', 'reject');
 
   t.test('recipients: a domain the box does not serve is no relay; unknown users of a closed domain are refused', async (t) => {
@@ -71,6 +72,33 @@ t.test('MX listener', async (t) => {
     t.match(replies[3], /^550 5\.7\.1 Relaying denied/, 'not ours: 550 5.7.1');
     t.match(replies[4], /^550 5\.1\.1 /, 'unknown user: 550 5.1.1');
     t.match(replies[5], /^250/, 'a webhook-routed domain accepts any address');
+  });
+
+  t.test('postmaster (RFC 5321 4.5.1): accepted for every verified domain, bare or qualified, kept as an inbound email', async (t) => {
+    await addVerifiedDomain(app, dns, 'appliance.test'); // the parent of the box's host name, mx.appliance.test
+    const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', 'RCPT TO:<postmaster@closed.example>', 'RCPT TO:<postmaster>', 'RCPT TO:<PostMaster@elsewhere.example>', 'QUIT']);
+    t.match(replies[3], /^250/, 'postmaster of a domain without a mailbox for it');
+    t.match(replies[4], /^250/, 'the bare postmaster: the host name parent domain');
+    t.match(replies[5], /^550 5\.7\.1/, 'still no relay for other domains');
+    const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['postmaster@closed.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'postmaster@closed.example', subject: 'To the postmaster' }), { plain: true });
+    t.equal(res.code, 250, res.response);
+    const list = await app.request<{ data: Array<{ subject: string }> }>('GET', '/inbound?domain=closed.example');
+    t.same(list.body.data.map((d) => d.subject), ['To the postmaster'], 'listed under its domain');
+  });
+
+  t.test('an html-only message html-to-text cannot convert (too deep, too large) is accepted with a text', async (t) => {
+    const nested = `${'<div>'.repeat(20_000)}deep inside`;
+    const large = `<p>${'plain words and <b>bold</b> ones '.repeat(4_000)}</p>`; // ~140 KB: past the html-to-text limit
+    for (const [subject, html] of [['nested', nested], ['large', large]] as const) {
+      const raw = `From: a@nodmarc.example\r\nTo: anyone@hooks.example\r\nSubject: ${subject}\r\nMessage-ID: <${subject}@nodmarc.example>\r\nMIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n${html}\r\n`;
+      const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['anyone@hooks.example'] }, raw, { plain: true });
+      t.equal(res.code, 250, `${subject}: ${res.response}`);
+      const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=hooks.example');
+      const item = list.body.data.find((d) => d.subject === subject);
+      const got = await app.request<{ text: string | null; html: string | null }>('GET', `/inbound/${item!.id}`);
+      t.ok(got.body.html && got.body.html.length >= html.length, `${subject}: the html is kept`);
+      t.match(got.body.text, subject === 'nested' ? /^deep inside$/ : /^plain words and bold ones plain words/, `${subject}: a text derived`);
+    }
   });
 
   t.test('more than 100 recipients: 452 4.5.3 from the 101st', async (t) => {
@@ -172,7 +200,7 @@ t.test('MX listener', async (t) => {
   });
 
   t.test('GET /inbound: paging newest first, domain filter, unknown domain, attachments', async (t) => {
-    const other = await addInboundDomain(app, 'other.example', 'webhook');
+    const other = await addInboundDomain(app, dns, 'other.example', 'webhook');
     t.ok(other.id);
     for (let i = 1; i <= 3; i++) {
       const r = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: [`p@other.example`] }, buildMessage({ from: 'a@nodmarc.example', to: 'p@other.example', subject: `page ${i}` }));
@@ -236,7 +264,7 @@ t.test('MX listener', async (t) => {
 
 t.test('MAIL_INBOUND_DMARC_REJECT=junk: the forged message is kept and marked junk', async (t) => {
   const { app, dns, mxPort } = await startInbound(t, { inboundDmarcReject: 'junk' });
-  await addInboundDomain(app, 'hooks.example', 'webhook');
+  await addInboundDomain(app, dns, 'hooks.example', 'webhook');
   publishSender(dns, 'sender.example', 'reject');
   dns.set('TXT', 'evil.example', ['v=spf1 -all']);
   const res = await smtpSend(mxPort, { from: 'x@evil.example', to: ['finance@hooks.example'] }, buildMessage({ from: 'ceo@sender.example', to: 'finance@hooks.example', subject: 'Forged' }));

@@ -7,6 +7,7 @@ import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import type { Config } from '../../src/config.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 
 export interface InboundEnv {
   app: TestApp;
@@ -107,11 +108,10 @@ export function publishSender(dns: TestDns, name: string, policy: 'none' | 'quar
 
 export { until } from '../helpers/process.js';
 
-/** Creates an inbound domain for the bootstrap team and sets its routing mode (no DNS needed to receive). */
-export async function addInboundDomain(app: TestApp, name: string, mode: string): Promise<{ id: string }> {
-  const created = await app.request<{ id: string }>('POST', '/domains', { body: { name } });
-  if (created.status !== 201) throw new Error(`POST /domains: ${created.status} ${created.text}`);
-  const patched = await app.request('PATCH', `/domains/${created.body.id}`, { body: { inbound_mode: mode } });
+/** Creates a verified domain for the bootstrap team and sets its inbound routing mode (routing needs verification). */
+export async function addInboundDomain(app: TestApp, dns: TestDns, name: string, mode: string): Promise<{ id: string }> {
+  const domain = await addVerifiedDomain(app, dns, name);
+  const patched = await app.request('PATCH', `/domains/${domain.id}`, { body: { inbound_mode: mode } });
   if (patched.status !== 200) throw new Error(`PATCH /domains: ${patched.status} ${patched.text}`);
-  return created.body;
+  return domain;
 }

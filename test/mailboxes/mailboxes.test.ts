@@ -215,6 +215,14 @@ t.test('aliases and catch-all', async (t) => {
   t.equal((await app.request('POST', '/mailboxes/aliases', { body: { address: 'x@corp.example', mailboxIds: [12345] } })).status, 422);
   t.equal((await app.request('POST', '/mailboxes/aliases', { body: { address: 'x@corp.example', mailboxIds: [] } })).status, 400);
   t.equal((await app.request('POST', '/mailboxes/aliases', { body: { address: 'nonsense', mailboxIds: [a.id] } })).status, 400);
+  // The addresses the box answers for itself: their mail would never reach a mailbox.
+  for (const address of ['dmarc-reports@corp.example', 'Bounces+em_x@corp.example']) {
+    const alias = await app.request<{ error: string; code: string }>('POST', '/mailboxes/aliases', { body: { address, mailboxIds: [a.id] } });
+    t.equal(alias.status, 422, `alias ${address}`);
+    t.match(alias.body.error, /is reserved: the box receives/);
+    const mailbox = await app.request('POST', '/mailboxes', { body: { address, password: 'correct horse battery' } });
+    t.equal(mailbox.status, 422, `mailbox ${address}`);
+  }
 
   const list = await app.request<Paged<{ address: string }>>('GET', '/mailboxes/aliases');
   t.equal(list.status, 200, 'not taken for a mailbox id');
