@@ -139,7 +139,6 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
 
   const server = new SMTPServer({
     name: ctx.config.hostname,
-    banner: `${ctx.config.hostname} ESMTP`,
     secure: false,
     key: opts.tls.key,
     cert: opts.tls.cert,

@@ -90,17 +90,52 @@ function readMessage(stream: SMTPServerDataStream): Promise<{ raw: Buffer; tooLa
   });
 }
 
+/** The part of smtp-server's connection object that `authOnlyOverTls` touches (not in its published types). */
+interface SmtpConnectionInternals {
+  secure: boolean;
+  handler_EHLO(command: Buffer, callback: () => void): void;
+}
+
+/**
+ * RFC 4954 §4 and RFC 3207: no plaintext mechanism is offered before STARTTLS, or a client set to "no
+ * encryption" sends the password in clear before it learns it was pointless. smtp-server lists AUTH in
+ * every EHLO answer; for each connection of the plain listener, its EHLO handler runs with no AUTH
+ * methods while the session is not yet TLS (the handler is synchronous, so the shared options list is
+ * swapped only for that call). After STARTTLS the client's new EHLO lists `AUTH PLAIN LOGIN`.
+ */
+function authOnlyOverTls(server: SMTPServer): void {
+  const internals = server as unknown as { connect(socket: unknown, options: unknown): void; connections: Set<SmtpConnectionInternals>; options: { authMethods: string[] } };
+  const connect = internals.connect.bind(server);
+  internals.connect = (socket, options) => {
+    connect(socket, options);
+    const connection = [...internals.connections].at(-1); // the one just added (a Set keeps insertion order)
+    if (!connection) return;
+    const ehlo = connection.handler_EHLO.bind(connection);
+    connection.handler_EHLO = (command, callback) => {
+      if (connection.secure) return ehlo(command, callback);
+      const methods = internals.options.authMethods;
+      internals.options.authMethods = [];
+      try {
+        ehlo(command, callback);
+      } finally {
+        internals.options.authMethods = methods;
+      }
+    };
+  };
+}
+
 function createServer(opts: SubmissionOptions, secure: boolean): SMTPServer {
   const { ctx, store, guards, tls } = opts;
   const log = ctx.log.child({ component: 'submission' });
   const server = new SMTPServer({
     name: ctx.config.hostname,
-    banner: 'ESMTP submission',
+    banner: 'submission',
     secure,
     key: tls.key,
     cert: tls.cert,
     // AUTH only over TLS: on the STARTTLS port smtp-server answers AUTH on a plain session with
-    // "538 Must issue a STARTTLS command first" and does not advertise it; MAIL needs AUTH (530).
+    // "538 Must issue a STARTTLS command first", and `authOnlyOverTls` keeps it out of EHLO there; MAIL
+    // needs AUTH (530).
     authOptional: false,
     allowInsecureAuth: false,
     hideSTARTTLS: false,
@@ -165,6 +200,7 @@ function createServer(opts: SubmissionOptions, secure: boolean): SMTPServer {
     },
   });
   server.on('error', (err) => log.warn({ err }, 'submission: connection error'));
+  if (!secure) authOnlyOverTls(server);
   return server;
 }
 
