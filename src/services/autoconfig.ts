@@ -58,7 +58,18 @@ export function thunderbirdConfig(ports: ClientPorts, address: string | null): s
 export function autodiscoverRequestAddress(xml: string): string | null {
   // The request is a tiny fixed document (MS-OXDSCLI §2.2.3); a namespace prefix may be used.
   const m = /<(?:[\w.-]+:)?EMailAddress\s*>([^<]{1,320})<\/(?:[\w.-]+:)?EMailAddress\s*>/i.exec(xml);
-  return m ? m[1]!.trim() : null;
+  return m ? decodeXmlText(m[1]!.trim()) : null;
+}
+
+const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** Character data with its entity and character references decoded (`a&amp;b` → `a&b`). */
+function decodeXmlText(text: string): string {
+  return text.replace(/&(?:#x([0-9a-f]{1,6})|#([0-9]{1,7})|(amp|lt|gt|quot|apos));/gi, (ref, hex?: string, dec?: string, name?: string) => {
+    if (name) return XML_ENTITIES[name.toLowerCase()] ?? ref;
+    const code = hex ? parseInt(hex, 16) : Number(dec);
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : ref;
+  });
 }
 
 /**

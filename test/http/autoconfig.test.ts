@@ -55,6 +55,8 @@ t.test('documents (pure builders)', async (t) => {
   t.test('Autodiscover: the request address, and the POX answer', async (t) => {
     t.equal(autodiscoverRequestAddress(AUTODISCOVER_REQUEST('bob@example.com')), 'bob@example.com');
     t.equal(autodiscoverRequestAddress(AUTODISCOVER_REQUEST('bob@example.com', 'a:')), 'bob@example.com', 'namespace prefix');
+    t.equal(autodiscoverRequestAddress(AUTODISCOVER_REQUEST('a&amp;b@example.com')), 'a&b@example.com', 'entities decoded');
+    t.equal(autodiscoverRequestAddress(AUTODISCOVER_REQUEST('&#x61;&#98;c@example.com')), 'abc@example.com', 'character references decoded');
     t.equal(autodiscoverRequestAddress('<Autodiscover><Request></Request></Autodiscover>'), null);
     t.equal(autodiscoverRequestAddress('garbage \u0000 <<<>>>'), null);
 
