@@ -28,14 +28,8 @@ const config = (workerData as RenderWorkerData | undefined)?.mta;
 let clock = { at: Date.now(), received: Date.now() };
 const mta = config
   ? createMta({
-      dns: createResolver(config.dnsServers, config.dnsTimeoutMs),
-      hostname: config.hostname,
-      outboundPort: config.outboundPort,
-      relayUrl: config.relayUrl,
-      routes: config.routes,
-      connectionsPerHost: config.connectionsPerHost,
-      smtpTimeoutMs: config.smtpTimeoutMs,
-      dnsCacheMs: config.dnsCacheMs,
+      ...config.settings,
+      dns: createResolver(config.settings.resolver.servers, config.settings.resolver.timeoutMs),
       now: () => clock.at + (Date.now() - clock.received),
       log: createLogger(config.logLevel).child({ component: 'mta', thread: config.thread }),
     })
