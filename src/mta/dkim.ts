@@ -8,8 +8,23 @@ import { createHash, createPrivateKey, hash, sign as cryptoSign, type KeyObject 
 export interface DkimKey {
   domain: string;
   selector: string;
-  /** A parsed private key, or PKCS#8 PEM (parsed on each call). */
+  /** A parsed private key, or PKCS#8 PEM (parsed once: privateKeyOf). */
   privateKey: KeyObject | string;
+}
+
+// Parsed keys by PEM: parsing one costs more CPU than the signature itself. A box has a few keys per domain.
+const parsedKeys = new Map<string, KeyObject>();
+const MAX_PARSED_KEYS = 1000;
+
+/** The parsed key of a PEM, parsed once per thread (throws if it is not a private key). */
+export function privateKeyOf(pem: string): KeyObject {
+  let key = parsedKeys.get(pem);
+  if (!key) {
+    key = createPrivateKey(pem);
+    if (parsedKeys.size >= MAX_PARSED_KEYS) parsedKeys.clear();
+    parsedKeys.set(pem, key);
+  }
+  return key;
 }
 
 /**
@@ -66,33 +81,47 @@ export function relaxedHeader(raw: string): string {
 }
 
 /**
- * The body is its own relaxed canonical form up to trailing empty lines: CRLF line ends only, no tab, no run of
- * spaces, no space at a line end. (What compose.ts builds always is: QP and base64 leave no such whitespace.)
+ * The body with CRLF line ends (a bare LF becomes CRLF, as on the wire), when that is its relaxed canonical
+ * form up to trailing empty lines: no tab, no run of spaces, no space at a line end. Null otherwise. What
+ * compose.ts builds always qualifies (QP and base64 leave no such whitespace; a text part may have bare LFs).
  */
-function alreadyRelaxed(body: Buffer): boolean {
+function relaxedAsIs(body: Buffer): Buffer | null {
   const n = body.length;
+  let bareLf = 0;
   for (let i = 0; i < n; i++) {
     const c = body[i];
-    if (c === 0x09) return false;
+    if (c === 0x09) return null;
     if (c === 0x20) {
       const d = body[i + 1];
-      if (i + 1 === n || d === 0x20 || d === 0x0d || d === 0x0a) return false;
-    } else if (c === 0x0a && (i === 0 || body[i - 1] !== 0x0d)) return false;
+      if (i + 1 === n || d === 0x20 || d === 0x0d || d === 0x0a) return null;
+    } else if (c === 0x0a && (i === 0 || body[i - 1] !== 0x0d)) bareLf++;
   }
-  return true;
+  if (bareLf === 0) return body;
+  const out = Buffer.allocUnsafe(n + bareLf);
+  let o = 0;
+  let from = 0;
+  for (let i = body.indexOf(0x0a); i >= 0; i = body.indexOf(0x0a, i + 1)) {
+    if (i > 0 && body[i - 1] === 0x0d) continue;
+    o += body.copy(out, o, from, i);
+    out[o++] = 0x0d;
+    from = i; // the LF itself is copied with the next stretch
+  }
+  body.copy(out, o, from, n);
+  return out;
 }
 
 const CRLF = Buffer.from('\r\n');
 
 /** sha256 of the relaxed body canonicalisation (§3.4.4), base64. */
 export function relaxedBodyHash(body: Buffer): string {
-  if (alreadyRelaxed(body)) {
-    // Only the trailing empty lines go: hash the bytes as they are, without a copy.
-    let end = body.length;
-    while (end >= 2 && body[end - 2] === 0x0d && body[end - 1] === 0x0a) end -= 2;
+  const asIs = relaxedAsIs(body);
+  if (asIs) {
+    // Only the trailing empty lines go: the bytes are hashed as they are.
+    let end = asIs.length;
+    while (end >= 2 && asIs[end - 2] === 0x0d && asIs[end - 1] === 0x0a) end -= 2;
     if (end === 0) return hash('sha256', '', 'base64');
-    if (end < body.length) return hash('sha256', body.subarray(0, end + 2), 'base64');
-    return createHash('sha256').update(body).update(CRLF).digest('base64');
+    if (end < asIs.length) return hash('sha256', asIs.subarray(0, end + 2), 'base64');
+    return createHash('sha256').update(asIs).update(CRLF).digest('base64');
   }
   const lines = body.toString('latin1').split(/\r?\n/);
   const out: string[] = lines.map((l) => l.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
@@ -107,7 +136,7 @@ function signAsync(data: string, key: KeyObject): Promise<Buffer> {
 
 /** Returns the message with its DKIM-Signature header prepended. Throws if the key cannot sign. */
 export async function signMessage(raw: Buffer, key: DkimKey, at: Date): Promise<Buffer> {
-  const privateKey = typeof key.privateKey === 'string' ? createPrivateKey(key.privateKey) : key.privateKey;
+  const privateKey = typeof key.privateKey === 'string' ? privateKeyOf(key.privateKey) : key.privateKey;
   if (privateKey.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed: expected an RSA key, got ${privateKey.asymmetricKeyType ?? 'none'}`);
   const { header, body } = splitMessage(raw);
   const fields = parseFields(header);

@@ -3,7 +3,6 @@
 // When the pool was started with an MTA configuration (`workerData.mta`), the thread also owns an MTA — its
 // own resolver, route rules and SMTP connection pool — and runs the SMTP transactions of the message it
 // built: only the outcomes go back to the main thread, never the message.
-import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../core/logger.js';
 import { htmlToText } from './compose.js';
@@ -11,16 +10,6 @@ import { createResolver } from '../dns/resolver.js';
 import { createMta } from './deliver.js';
 import { renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
 import type { DeliveryResult } from './types.js';
-
-const keys = new Map<string, KeyObject>();
-function keyFor(pem: string): KeyObject {
-  let key = keys.get(pem);
-  if (!key) {
-    if (keys.size > 1000) keys.clear();
-    keys.set(pem, (key = createPrivateKey(pem)));
-  }
-  return key;
-}
 
 const config = (workerData as RenderWorkerData | undefined)?.mta;
 // The caller's clock (a fake one in tests) as of its last request, moved on by real time since: MX answers
@@ -54,7 +43,7 @@ parentPort!.on('message', (req: RenderRequest | TextRequest | { close: true }) =
   void (async (): Promise<RenderReply> => {
     let signed: Buffer;
     try {
-      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: keyFor(req.key.pem) };
+      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: req.key.pem };
       signed = await renderMessage(req.message, key, new Date(req.at));
     } catch (err) {
       return { id: req.id, error: err instanceof Error ? err.message : String(err) };

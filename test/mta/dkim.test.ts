@@ -3,6 +3,7 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { composeMessage, htmlToText } from '../../src/mta/compose.js';
 import { relaxedBodyHash, relaxedHeader, signMessage } from '../../src/mta/dkim.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -80,8 +81,13 @@ t.test('the body hash: bodies already in relaxed form (hashed as they are) and t
   };
   const bodies = [
     '', '\r\n', '\r\n\r\n', 'abc', 'abc\r\n', 'abc\r\n\r\n\r\n', ' lead\r\n', 'a b c\r\n', 'a.\r\n.\r\n', 'x\rmid\r\n', 'end\r',
-    'lone\r\r\n', 'x \ry\r\n', 'trail \r\n', 'trail\t\r\n', 'two  spaces\r\n', 'bare\nlf\n', 'last line ', '\n', ' \r\n', 'a\r\n \r\n',
+    'lone\r\r\n', 'x \ry\r\n', 'trail \r\n', 'trail\t\r\n', 'two  spaces\r\n', 'bare\nlf\n', 'mixed\r\nbare\n\nlf\r\n\n', '\nstarts with LF', 'x\r\n\n\n', 'last line ', '\n', ' \r\n', 'a\r\n \r\n',
     'Hello=\r\nquoted-printable =3D text=20\r\n\r\n', '\u00e4\u00f6 8-bit\r\n',
   ];
   for (const body of bodies) t.equal(relaxedBodyHash(Buffer.from(body, 'latin1')), reference(body), JSON.stringify(body));
+  // A composed message (its text part has bare LFs).
+  const html = '<h1>Your order  has shipped</h1>' + '<p>Item: a product, quantity 1, \u00fcnicode   here  </p>'.repeat(20);
+  const raw = await composeMessage({ from: { address: 'a@example.test' }, to: [{ address: 'b@remote.test' }], cc: [], replyTo: [], subject: 'S', html, text: htmlToText(html), headers: {}, attachments: [{ filename: 'a.pdf', contentType: 'application/pdf', content: Buffer.alloc(3000, 1) }], messageId: '<1@example.test>', date: at });
+  const body = raw.subarray(raw.indexOf('\r\n\r\n') + 4);
+  t.equal(relaxedBodyHash(body), reference(body.toString('latin1')), 'a composed body');
 });
