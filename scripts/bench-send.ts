@@ -493,6 +493,13 @@ async function main(): Promise<void> {
       bind: '127.0.0.1',
       apiPort: 0,
       mxPort: 0,
+      // Every listener on a free port: another appliance (or bench) on the machine may hold the defaults.
+      submissionPort: 0,
+      submissionsPort: 0,
+      imapPort: 0,
+      imapsPort: 0,
+      pop3Port: 0,
+      pop3sPort: 0,
       logLevel: 'silent',
       dnsServers: [ready.dns],
       outboundPort: ready.sinkPort,

@@ -10,8 +10,8 @@ import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js'
 import { createDeliveryHandler } from './services/delivery.js';
 import { DELIVER_JOB, setTextDeriver } from './services/emails.js';
 import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
-import { createMta } from './mta/deliver.js';
-import { RenderPool, mtaThreadConfig } from './mta/render-pool.js';
+import { createMta, mtaOptions } from './mta/deliver.js';
+import { RenderPool } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
@@ -45,20 +45,9 @@ export interface Appliance {
   stop(): Promise<void>;
 }
 
-/** The outbound MTA as the config describes it. MX answers are reused for 30 s by `now` (the context's clock in tests). */
+/** The outbound MTA as the config describes it (mtaOptions), on the given resolver, logger and clock (the context's). */
 export function mtaFromConfig(config: Config, deps: { dns: DnsResolver; log: Logger; now: () => number }): Mta {
-  return createMta({
-    dns: deps.dns,
-    hostname: config.hostname,
-    outboundPort: config.outboundPort,
-    relayUrl: config.relayUrl,
-    routes: config.routes,
-    connectionsPerHost: config.connectionsPerHost,
-    smtpTimeoutMs: config.smtpTimeoutMs,
-    dnsCacheMs: 30_000,
-    now: deps.now,
-    log: deps.log,
-  });
+  return createMta({ ...mtaOptions(config), ...deps });
 }
 
 export async function startAppliance(opts: ApplianceOptions): Promise<Appliance> {
@@ -79,7 +68,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).
-    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' }), opts.mta ? undefined : mtaThreadConfig(config)));
+    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' }), opts.mta ? undefined : { settings: mtaOptions(config), logLevel: config.logLevel }));
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
     setTextDeriver(ctx, (html) => render.htmlToText(html));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);

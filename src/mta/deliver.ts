@@ -2,7 +2,7 @@
 // rules choose, with the sending domain's TLS mode; an outcome per recipient. Pure machinery: no database,
 // no email statuses, no queue (retries are the caller's job queue). Remote trouble never throws.
 import { isIP } from 'node:net';
-import type { RouteRule } from '../config.js';
+import type { Config, DnsServer, RouteRule } from '../config.js';
 import type { Logger } from '../core/logger.js';
 import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
 import { classifyBounce, type BounceCategory } from './bounce.js';
@@ -34,6 +34,32 @@ export interface MtaOptions {
   dnsCacheMs?: number;
   /** Clock for dnsCacheMs (default Date.now). */
   now?: () => number;
+}
+
+/**
+ * What an MTA is built from that the config decides: plain data, so that a render thread receives it in its
+ * workerData. `resolver` is for an MTA that makes its own resolver (a render thread's); the main thread's
+ * MTA uses the context's, which is made from the same settings.
+ */
+export type MtaSettings = Omit<MtaOptions, 'dns' | 'log' | 'now'> & {
+  resolver: { servers: DnsServer[]; timeoutMs: number };
+};
+
+/** How long MX and address answers are reused by an MTA made from the config. */
+const CONFIG_DNS_CACHE_MS = 30_000;
+
+/** The one place the config becomes MTA options: `createMta({ ...mtaOptions(config), dns, log, now })`. */
+export function mtaOptions(config: Config): MtaSettings {
+  return {
+    hostname: config.hostname,
+    outboundPort: config.outboundPort,
+    relayUrl: config.relayUrl,
+    routes: config.routes,
+    connectionsPerHost: config.connectionsPerHost,
+    smtpTimeoutMs: config.smtpTimeoutMs,
+    dnsCacheMs: CONFIG_DNS_CACHE_MS,
+    resolver: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs },
+  };
 }
 
 /**

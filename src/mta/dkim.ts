@@ -3,13 +3,28 @@
 // of main-thread CPU per message); here the key is a parsed KeyObject the caller keeps, the canonicalisation
 // is a few string passes, and the RSA operation runs on libuv's thread pool (async crypto.sign). mailauth
 // verifies what this produces in the tests.
-import { createHash, createPrivateKey, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, hash, sign as cryptoSign, type KeyObject } from 'node:crypto';
 
 export interface DkimKey {
   domain: string;
   selector: string;
-  /** A parsed private key, or PKCS#8 PEM (parsed on each call). */
+  /** A parsed private key, or PKCS#8 PEM (parsed once: privateKeyOf). */
   privateKey: KeyObject | string;
+}
+
+// Parsed keys by PEM: parsing one costs more CPU than the signature itself. A box has a few keys per domain.
+const parsedKeys = new Map<string, KeyObject>();
+const MAX_PARSED_KEYS = 1000;
+
+/** The parsed key of a PEM, parsed once per thread (throws if it is not a private key). */
+export function privateKeyOf(pem: string): KeyObject {
+  let key = parsedKeys.get(pem);
+  if (!key) {
+    key = createPrivateKey(pem);
+    if (parsedKeys.size >= MAX_PARSED_KEYS) parsedKeys.clear();
+    parsedKeys.set(pem, key);
+  }
+  return key;
 }
 
 /**
@@ -65,8 +80,49 @@ export function relaxedHeader(raw: string): string {
   return `${name}:${value}\r\n`;
 }
 
+/**
+ * The body with CRLF line ends (a bare LF becomes CRLF, as on the wire), when that is its relaxed canonical
+ * form up to trailing empty lines: no tab, no run of spaces, no space at a line end. Null otherwise. What
+ * compose.ts builds always qualifies (QP and base64 leave no such whitespace; a text part may have bare LFs).
+ */
+function relaxedAsIs(body: Buffer): Buffer | null {
+  const n = body.length;
+  let bareLf = 0;
+  for (let i = 0; i < n; i++) {
+    const c = body[i];
+    if (c === 0x09) return null;
+    if (c === 0x20) {
+      const d = body[i + 1];
+      if (i + 1 === n || d === 0x20 || d === 0x0d || d === 0x0a) return null;
+    } else if (c === 0x0a && (i === 0 || body[i - 1] !== 0x0d)) bareLf++;
+  }
+  if (bareLf === 0) return body;
+  const out = Buffer.allocUnsafe(n + bareLf);
+  let o = 0;
+  let from = 0;
+  for (let i = body.indexOf(0x0a); i >= 0; i = body.indexOf(0x0a, i + 1)) {
+    if (i > 0 && body[i - 1] === 0x0d) continue;
+    o += body.copy(out, o, from, i);
+    out[o++] = 0x0d;
+    from = i; // the LF itself is copied with the next stretch
+  }
+  body.copy(out, o, from, n);
+  return out;
+}
+
+const CRLF = Buffer.from('\r\n');
+
 /** sha256 of the relaxed body canonicalisation (§3.4.4), base64. */
 export function relaxedBodyHash(body: Buffer): string {
+  const asIs = relaxedAsIs(body);
+  if (asIs) {
+    // Only the trailing empty lines go: the bytes are hashed as they are.
+    let end = asIs.length;
+    while (end >= 2 && asIs[end - 2] === 0x0d && asIs[end - 1] === 0x0a) end -= 2;
+    if (end === 0) return hash('sha256', '', 'base64');
+    if (end < asIs.length) return hash('sha256', asIs.subarray(0, end + 2), 'base64');
+    return createHash('sha256').update(asIs).update(CRLF).digest('base64');
+  }
   const lines = body.toString('latin1').split(/\r?\n/);
   const out: string[] = lines.map((l) => l.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
   while (out.length > 0 && out[out.length - 1] === '') out.pop();
@@ -80,7 +136,7 @@ function signAsync(data: string, key: KeyObject): Promise<Buffer> {
 
 /** Returns the message with its DKIM-Signature header prepended. Throws if the key cannot sign. */
 export async function signMessage(raw: Buffer, key: DkimKey, at: Date): Promise<Buffer> {
-  const privateKey = typeof key.privateKey === 'string' ? createPrivateKey(key.privateKey) : key.privateKey;
+  const privateKey = typeof key.privateKey === 'string' ? privateKeyOf(key.privateKey) : key.privateKey;
   if (privateKey.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed: expected an RSA key, got ${privateKey.asymmetricKeyType ?? 'none'}`);
   const { header, body } = splitMessage(raw);
   const fields = parseFields(header);

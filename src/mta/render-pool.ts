@@ -10,41 +10,18 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { Config, DnsServer, LogLevel, RouteRule } from '../config.js';
+import type { LogLevel } from '../config.js';
 import type { Logger } from '../core/logger.js';
+import type { MtaSettings } from './deliver.js';
 import { composeMessage, htmlToText, type ComposeInput } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 import type { DeliveryRequest, DeliveryResult } from './types.js';
 
-/** What a thread needs to build its own MTA (the config's outbound settings; all structured-cloneable). */
+/** What a thread needs to build its own MTA: the config's MTA settings (deliver.ts's mtaOptions) and log level; structured-cloneable. */
 export interface MtaThreadConfig {
-  dnsServers: DnsServer[];
-  dnsTimeoutMs: number;
-  hostname: string;
-  outboundPort: number;
-  relayUrl: string | null;
-  routes: RouteRule[];
-  /** For the whole box: each thread gets its share. */
-  connectionsPerHost: number;
-  smtpTimeoutMs: number;
-  dnsCacheMs: number;
+  /** connectionsPerHost is the whole box's: each thread gets its share. */
+  settings: MtaSettings;
   logLevel: LogLevel;
-}
-
-/** The config's outbound settings for the threads' MTAs (as mtaFromConfig in appliance.ts, MX answers kept 30 s). */
-export function mtaThreadConfig(config: Config): MtaThreadConfig {
-  return {
-    dnsServers: config.dnsServers,
-    dnsTimeoutMs: config.dnsTimeoutMs,
-    hostname: config.hostname,
-    outboundPort: config.outboundPort,
-    relayUrl: config.relayUrl,
-    routes: config.routes,
-    connectionsPerHost: config.connectionsPerHost,
-    smtpTimeoutMs: config.smtpTimeoutMs,
-    dnsCacheMs: 30_000,
-    logLevel: config.logLevel,
-  };
 }
 
 export interface RenderWorkerData {
@@ -218,9 +195,10 @@ export class RenderPool {
     const ext = extname(fileURLToPath(import.meta.url));
     const url = new URL(`./render-worker${ext}`, import.meta.url).href;
     // A worker does not inherit tsx's loader hooks on Node 20: under tsx, the worker registers them first.
-    const c = this.mtaConfig?.connectionsPerHost ?? 0;
+    const mta = this.mtaConfig;
+    const c = mta?.settings.connectionsPerHost ?? 0;
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
-    const workerData: RenderWorkerData = this.mtaConfig ? { mta: { ...this.mtaConfig, connectionsPerHost: share, thread: index } } : {};
+    const workerData: RenderWorkerData = mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share }, thread: index } } : {};
     const worker =
       ext === '.ts'
         ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })

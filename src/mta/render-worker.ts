@@ -3,7 +3,6 @@
 // When the pool was started with an MTA configuration (`workerData.mta`), the thread also owns an MTA — its
 // own resolver, route rules and SMTP connection pool — and runs the SMTP transactions of the message it
 // built: only the outcomes go back to the main thread, never the message.
-import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../core/logger.js';
 import { htmlToText } from './compose.js';
@@ -12,30 +11,14 @@ import { createMta } from './deliver.js';
 import { renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
 import type { DeliveryResult } from './types.js';
 
-const keys = new Map<string, KeyObject>();
-function keyFor(pem: string): KeyObject {
-  let key = keys.get(pem);
-  if (!key) {
-    if (keys.size > 1000) keys.clear();
-    keys.set(pem, (key = createPrivateKey(pem)));
-  }
-  return key;
-}
-
 const config = (workerData as RenderWorkerData | undefined)?.mta;
 // The caller's clock (a fake one in tests) as of its last request, moved on by real time since: MX answers
 // are kept for `dnsCacheMs` on that clock, as they are when the MTA runs on the main thread.
 let clock = { at: Date.now(), received: Date.now() };
 const mta = config
   ? createMta({
-      dns: createResolver(config.dnsServers, config.dnsTimeoutMs),
-      hostname: config.hostname,
-      outboundPort: config.outboundPort,
-      relayUrl: config.relayUrl,
-      routes: config.routes,
-      connectionsPerHost: config.connectionsPerHost,
-      smtpTimeoutMs: config.smtpTimeoutMs,
-      dnsCacheMs: config.dnsCacheMs,
+      ...config.settings,
+      dns: createResolver(config.settings.resolver.servers, config.settings.resolver.timeoutMs),
       now: () => clock.at + (Date.now() - clock.received),
       log: createLogger(config.logLevel).child({ component: 'mta', thread: config.thread }),
     })
@@ -60,7 +43,7 @@ parentPort!.on('message', (req: RenderRequest | TextRequest | { close: true }) =
   void (async (): Promise<RenderReply> => {
     let signed: Buffer;
     try {
-      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: keyFor(req.key.pem) };
+      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: req.key.pem };
       signed = await renderMessage(req.message, key, new Date(req.at));
     } catch (err) {
       return { id: req.id, error: err instanceof Error ? err.message : String(err) };

@@ -9,7 +9,7 @@
 // up to `connectionsPerHost` sessions per destination, RSET after a refused message, a session replaced
 // after 100 messages, idle sessions closed, one retry on a fresh session when a pooled one turns out to
 // have been closed by the server before anything was sent.
-import { PassThrough } from 'node:stream';
+import type { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Logger } from '../core/logger.js';
 
@@ -246,8 +246,16 @@ class DestinationPool {
 
   private transact(session: Session, envelope: SmtpEnvelope, raw: Buffer): Promise<{ result: SendResult; bodyStarted: boolean }> {
     const { conn } = session;
-    const body = new PassThrough();
-    body.end(raw);
+    // The message as nodemailer takes a stream (it calls `pipe` once the server has accepted DATA), without a
+    // stream: the bytes go straight into its dot-stuffing stream, and `bodyStarted` says whether they went.
+    let bodyStarted = false;
+    const body = {
+      pipe<T extends NodeJS.WritableStream>(dest: T): T {
+        bodyStarted = true;
+        dest.end(raw);
+        return dest;
+      },
+    };
     session.messages++;
     return new Promise((resolve) => {
       let settled = false;
@@ -255,7 +263,7 @@ class DestinationPool {
         if (settled) return;
         settled = true;
         clearTimeout(deadline);
-        resolve({ result, bodyStarted: body.readableDidRead });
+        resolve({ result, bodyStarted });
         this.release(session, next);
       };
       const deadline = setTimeout(() => {
@@ -264,7 +272,7 @@ class DestinationPool {
       }, this.opts.timeoutMs * TRANSACTION_TIMEOUT_FACTOR);
       deadline.unref();
       // BODY=8BITMIME is declared when the server supports it: harmless for 7-bit content (RFC 6152).
-      conn.send({ from: envelope.from, to: envelope.to, size: raw.length, use8BitMime: true }, body, (err, info) => {
+      conn.send({ from: envelope.from, to: envelope.to, size: raw.length, use8BitMime: true }, body as unknown as Readable, (err, info) => {
         if (err) {
           // The server refused the message but the session is fine: RSET and keep it.
           const refused = (err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421;

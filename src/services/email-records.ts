@@ -61,6 +61,7 @@ export interface AttachmentRow {
   filename: string;
   content_type: string;
   size: number;
+  /** Empty for a raw send (SMTP submission): the bytes are inside its stored source (`email_sources`). */
   content: Buffer;
 }
 

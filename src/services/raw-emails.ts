@@ -4,7 +4,7 @@
 // given (Bcc header removed; Message-ID and Date added when missing, as an MSA does: RFC 6409 §8) and
 // delivery DKIM-signs it instead of composing one.
 import { randomBytes } from 'node:crypto';
-import { simpleParser, type AddressObject, type EmailAddress } from 'mailparser';
+import { simpleParser, type AddressObject, type Attachment, type EmailAddress } from 'mailparser';
 import type { AppContext } from '../context.js';
 import { AppError, badRequest, forbidden, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, normaliseAddress, type Mailbox } from '../core/address.js';
@@ -79,6 +79,18 @@ function rfc5322Date(at: Date): string {
   return at.toUTCString().replace(/GMT$/, '+0000');
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * The message's attachments as reads of the email list them (GET /emails/{id}: filename, content type,
+ * decoded size), found once here from the parse the checks need anyway. Their bytes stay in the stored
+ * source, which delivery signs as it is: the rows' `content` is empty. Every part mailparser does not take
+ * for the text or html body counts (inline images, attached messages); a part that names no file has ''.
+ */
+function listedAttachments(list: Attachment[]): CheckedSend['checked']['attachments'] {
+  return list.map((a, i) => ({ position: i, filename: a.filename ?? '', content_type: a.contentType, size: a.content.length, content: NO_BYTES }));
+}
+
 /** Checks a raw message and hands it to the send path's writer. Throws AppError (400/403/422, or a quota refusal). */
 export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: RawSubmission): Promise<RawSendResult> {
   const { fields, body } = splitHeader(submission.raw);
@@ -133,7 +145,7 @@ export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: 
     cc,
     bcc,
     replyTo: addresses(parsed.replyTo),
-    attachments: [],
+    attachments: listedAttachments(parsed.attachments),
     fromDomain,
     scheduledAt: null,
     domainId: domain.id,

@@ -528,6 +528,18 @@ t.test('a pooled session the server has closed is replaced without losing the de
   t.equal(sink.connections, 2);
 });
 
+t.test('a pooled session that breaks once the body has started is not tried again (no duplicate)', async (t) => {
+  const w = await world(t);
+  const sink = await w.sink({ starttls: false });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: sink.port });
+  await mta.deliver(request('example.test', ['alice@example.test']));
+  sink.message = 'drop';
+  const res = await mta.deliver(request('example.test', ['bob@example.test']));
+  t.match(res.outcomes[0], { status: 'deferred', code: '4.4.2' });
+  t.equal(sink.connections, 1, 'the body went out on the pooled session: no fresh session for it');
+});
+
 t.test('close() ends every session', async (t) => {
   const w = await world(t);
   const sink = await w.sink({ starttls: false });

@@ -1,8 +1,9 @@
 // The DKIM signer against mailauth's verifier: folded and repeated headers, whitespace the relaxed
 // canonicalisation must ignore, empty and unterminated bodies, 8-bit header bytes, and tampering.
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { composeMessage, htmlToText } from '../../src/mta/compose.js';
 import { relaxedBodyHash, relaxedHeader, signMessage } from '../../src/mta/dkim.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -69,4 +70,24 @@ t.test('canonicalisation corners (RFC 6376 §3.4.5 example)', async (t) => {
   // " C \r\nD \t E\r\n\r\n\r\n" relaxed is " C\r\nD E\r\n"
   t.equal(relaxedBodyHash(Buffer.from(' C \r\nD \t E\r\n\r\n\r\n')), relaxedBodyHash(Buffer.from(' C\r\nD E\r\n')));
   t.equal(relaxedBodyHash(Buffer.alloc(0)), '47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=', 'the empty body hashes the empty string');
+});
+
+t.test('the body hash: bodies already in relaxed form (hashed as they are) and the rest agree with the rule', async (t) => {
+  // RFC 6376 §3.4.4 written out line by line, as the reference.
+  const reference = (body: string) => {
+    const out = body.split(/\r?\n/).map((l) => l.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
+    while (out.length > 0 && out[out.length - 1] === '') out.pop();
+    return createHash('sha256').update(out.length === 0 ? '' : `${out.join('\r\n')}\r\n`, 'latin1').digest('base64');
+  };
+  const bodies = [
+    '', '\r\n', '\r\n\r\n', 'abc', 'abc\r\n', 'abc\r\n\r\n\r\n', ' lead\r\n', 'a b c\r\n', 'a.\r\n.\r\n', 'x\rmid\r\n', 'end\r',
+    'lone\r\r\n', 'x \ry\r\n', 'trail \r\n', 'trail\t\r\n', 'two  spaces\r\n', 'bare\nlf\n', 'mixed\r\nbare\n\nlf\r\n\n', '\nstarts with LF', 'x\r\n\n\n', 'last line ', '\n', ' \r\n', 'a\r\n \r\n',
+    'Hello=\r\nquoted-printable =3D text=20\r\n\r\n', '\u00e4\u00f6 8-bit\r\n',
+  ];
+  for (const body of bodies) t.equal(relaxedBodyHash(Buffer.from(body, 'latin1')), reference(body), JSON.stringify(body));
+  // A composed message (its text part has bare LFs).
+  const html = '<h1>Your order  has shipped</h1>' + '<p>Item: a product, quantity 1, \u00fcnicode   here  </p>'.repeat(20);
+  const raw = await composeMessage({ from: { address: 'a@example.test' }, to: [{ address: 'b@remote.test' }], cc: [], replyTo: [], subject: 'S', html, text: htmlToText(html), headers: {}, attachments: [{ filename: 'a.pdf', contentType: 'application/pdf', content: Buffer.alloc(3000, 1) }], messageId: '<1@example.test>', date: at });
+  const body = raw.subarray(raw.indexOf('\r\n\r\n') + 4);
+  t.equal(relaxedBodyHash(body), reference(body.toString('latin1')), 'a composed body');
 });

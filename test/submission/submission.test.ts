@@ -230,6 +230,63 @@ print(json.dumps(out))
     t.same(d.recipients.map((r) => [r.email, r.type]), [['frank@dest.example', 'to'], ['hidden@dest.example', 'bcc']]);
   });
 
+  t.test('attachments of a submitted message are listed as for an API send, and go out inside the message', async (t) => {
+    const pdf = Buffer.alloc(3000, 7);
+    const csv = 'a,b\r\n1,2\r\n';
+    const x = f.transport({ user: 'apikey', pass: app.apiKey });
+    const before = sink.accepted.length;
+    const info = await x.sendMail({
+      from: 'reports@acme.example',
+      to: 'gina@dest.example',
+      subject: 'With attachments',
+      text: 'See attached.',
+      html: '<p>See attached.</p>',
+      attachments: [
+        { filename: 'report.pdf', content: pdf, contentType: 'application/pdf' },
+        { filename: 'data.csv', content: csv, contentType: 'text/csv' },
+      ],
+    });
+    const id = queuedId(info.response);
+    // The same email sent through the API: the two records list the same attachments.
+    const api = await app.request<{ id: string }>('POST', '/emails', {
+      body: {
+        from: 'reports@acme.example',
+        to: ['gina@dest.example'],
+        subject: 'With attachments',
+        text: 'See attached.',
+        html: '<p>See attached.</p>',
+        attachments: [
+          { filename: 'report.pdf', content: pdf.toString('base64'), content_type: 'application/pdf' },
+          { filename: 'data.csv', content: Buffer.from(csv).toString('base64'), content_type: 'text/csv' },
+        ],
+      },
+    });
+    t.equal(api.status, 202);
+    const byApi = (await app.request<{ attachments: unknown[] }>('GET', `/emails/${api.body.id}`)).body;
+    const bySmtp = (await app.request<{ attachments: unknown[]; html: string | null; text: string | null }>('GET', `/emails/${id}`)).body;
+    t.same(bySmtp.attachments, [
+      { filename: 'report.pdf', content_type: 'application/pdf', size: 3000 },
+      { filename: 'data.csv', content_type: 'text/csv', size: Buffer.byteLength(csv) },
+    ]);
+    t.same(bySmtp.attachments, byApi.attachments, 'the same list as the API send');
+    t.match(bySmtp.html, /<p>See attached\.<\/p>/);
+    t.match(bySmtp.text, /See attached\./);
+
+    await f.drain();
+    t.equal(sink.accepted.length, before + 2, 'both went out');
+    const tx = sink.accepted.slice(before).find((m) => m.raw.includes(`Message-ID: ${info.messageId}`))!;
+    t.ok(tx, 'the submitted message reached the MX');
+    const submitted = await simpleParser(tx.raw);
+    t.same(
+      submitted.attachments.map((a) => [a.filename, a.contentType, a.content.length]),
+      [['report.pdf', 'application/pdf', 3000], ['data.csv', 'text/csv', Buffer.byteLength(csv)]],
+      'the submitted message went out with its attachments',
+    );
+    t.ok(submitted.attachments[0]!.content.equals(pdf), 'byte for byte');
+    t.same(await f.dkim(tx.raw), [{ result: 'pass', domain: 'acme.example' }]);
+    t.equal((await app.request<{ status: string }>('GET', `/emails/${id}`)).body.status, 'delivered');
+  });
+
   t.test('a test-mode key sends nothing out', async (t) => {
     const created = await app.request<{ token: string }>('POST', '/api-keys', { body: { name: 'smtp test', permission: 'sending_access', mode: 'test' } });
     const x = f.transport({ user: 'APIKEY', pass: created.body.token });
