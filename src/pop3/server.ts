@@ -59,7 +59,11 @@ class Connection {
   private attach(socket: Socket | TLSSocket): void {
     socket.setTimeout(this.opts.idleTimeoutMs ?? POP3_LIMITS.idleTimeoutMs);
     // RFC 1939 §3: on the autologout timer the server closes without entering UPDATE (nothing is deleted).
-    socket.on('timeout', () => this.end());
+    // The timer counts the client's idleness: while a command is being answered (a slow login's password
+    // hash, a large RETR) it does not apply; the answer's write arms it again.
+    socket.on('timeout', () => {
+      if (!this.busy) this.end();
+    });
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', () => this.end());
     socket.on('close', () => this.end());
