@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { threadCpuMs } from './bench-cpu.js';
+import { mainThreadProfiler, threadCpuMs } from './bench-cpu.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -805,23 +805,6 @@ async function main(): Promise<void> {
     else rmSync(dataDir, { recursive: true, force: true });
   }
   process.exitCode = exitCode;
-}
-
-async function mainThreadProfiler(dir: string) {
-  const { Session } = await import('node:inspector/promises');
-  const { mkdirSync, writeFileSync } = await import('node:fs');
-  mkdirSync(dir, { recursive: true });
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 500 });
-  return {
-    start: () => session.post('Profiler.start'),
-    async stop(name: string) {
-      const { profile } = await session.post('Profiler.stop');
-      writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-    },
-  };
 }
 
 /** CPU ms per accepted / per delivered email (main thread in brackets) and the main thread's utilisation while accepting / delivering. */

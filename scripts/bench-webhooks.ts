@@ -2,7 +2,7 @@
 // from the events table to 5 local HTTP endpoints and delivers them, signed, through the job queue.
 //
 //   npm run bench:webhooks -- [--n 10000] [--rate 2000] [--endpoints 5] [--per-tx 20] [--backlog]
-//                             [--render-threads <config>] [--keep]
+//                             [--render-threads <config>] [--queries] [--cpu-profile DIR] [--keep]
 //
 // One team with `--endpoints` webhooks, each subscribed to its own event kind; N events are recorded (the
 // way services record them: recordEvent in a transaction, 20 per transaction) at `--rate` events per second,
@@ -15,14 +15,17 @@
 // CPU (the load-insensitive figures): the appliance's CPU time per delivery over the measured span —
 // process.cpuUsage (every thread) minus the receivers' thread (/proc/thread-self/stat) — and the main
 // thread's alone, with its event-loop utilisation. In live mode that span includes recording the events
-// (on the main thread, as a service would). For a CPU profile:
+// (on the main thread, as a service would).
+// `--queries` counts the SQL statements on the writer and the read connections (each statement's first 100
+// characters) and prints the most frequent per delivery. `--cpu-profile DIR` writes the main thread's CPU
+// profile of the measured span to DIR/webhooks-<live|backlog>.cpuprofile; of the whole run, every thread:
 // `node --cpu-prof --cpu-prof-dir=DIR --import tsx scripts/bench-webhooks.ts …` (one file per thread).
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { CpuMeter, loadAverage, threadCpuMs } from './bench-cpu.js';
+import { CpuMeter, loadAverage, mainThreadProfiler, settle, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
 
 interface Options {
   n: number;
@@ -31,11 +34,15 @@ interface Options {
   keep: boolean;
   backlog: boolean;
   perTx: number;
+  /** Count the SQL statements run (by their first 100 characters). */
+  queries: boolean;
+  /** Directory for the main thread's CPU profile of the measured span (node:inspector). */
+  cpuProfileDir: string | undefined;
   renderThreads: number | undefined;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 10_000, rate: 2000, endpoints: 5, keep: false, backlog: false, perTx: 20, renderThreads: undefined };
+  const o: Options = { n: 10_000, rate: 2000, endpoints: 5, keep: false, backlog: false, perTx: 20, queries: false, cpuProfileDir: undefined, renderThreads: undefined };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
     const value = () => Number(inline ?? argv[++i]);
@@ -45,6 +52,8 @@ function parseArgs(argv: string[]): Options {
     else if (flag === '--keep') o.keep = true;
     else if (flag === '--backlog') o.backlog = true;
     else if (flag === '--per-tx') o.perTx = value();
+    else if (flag === '--queries') o.queries = true;
+    else if (flag === '--cpu-profile') o.cpuProfileDir = inline ?? argv[++i];
     else if (flag === '--render-threads') o.renderThreads = value();
     else throw new Error(`unknown option ${flag}`);
   }
@@ -148,14 +157,29 @@ async function main(): Promise<void> {
   const kinds = EVENT_TYPES.slice(0, o.endpoints);
   for (const [i, port] of ports.entries()) await createWebhook(ctx, teamId, { url: `http://127.0.0.1:${port}/hook`, events: [kinds[i]!] });
 
+  // The render threads (and the rest of start-up) boot beside the first deliveries otherwise.
+  const settledMs = await settle();
   let peakRss = 0;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
   console.log(
-    `bench:webhooks  n=${o.n} events, ${o.endpoints} endpoints, ${o.backlog ? 'backlog' : `offered rate ${o.rate}/s, ${o.perTx} events per transaction`}, render threads ${config.renderThreads}, node ${process.version}; load average ${loadAverage()}`,
+    `bench:webhooks  n=${o.n} events, ${o.endpoints} endpoints, ${o.backlog ? 'backlog' : `offered rate ${o.rate}/s, ${o.perTx} events per transaction`}, render threads ${config.renderThreads} (start-up settled in ${(settledMs / 1000).toFixed(1)} s), node ${process.version}; load average ${loadAverage()}`,
   );
 
+  const qcount = new Map<string, number>();
+  if (o.queries) {
+    const { readsOf } = await import('../src/db/index.js');
+    for (const [name, db] of [['writer', ctx.db], ['reader', readsOf(ctx.db)]] as const) {
+      db.on('query', (q: { sql: string }) => {
+        const key = `${name} ${q.sql.slice(0, 100)}`;
+        qcount.set(key, (qcount.get(key) ?? 0) + 1);
+      });
+    }
+  }
+
+  const profiler = o.cpuProfileDir ? await mainThreadProfiler(o.cpuProfileDir) : undefined;
   let started = Date.now();
   let meter = CpuMeter.start();
+  let threads0 = threadsCpuMs();
   let recv0 = await receiverCpuMs();
   const perTx = o.perTx;
   let made = 0;
@@ -167,8 +191,12 @@ async function main(): Promise<void> {
     console.log(`backlog of ${o.n} events recorded in ${((Date.now() - started) / 1000).toFixed(2)} s (one transaction, main thread CPU ${(rec.mainMs / o.n).toFixed(3)} ms per event); delivery measured from its commit`);
     started = Date.now();
     meter = CpuMeter.start();
+    threads0 = threadsCpuMs();
     recv0 = await receiverCpuMs();
+    qcount.clear();
+    await profiler?.start();
   }
+  if (!o.backlog) await profiler?.start();
   while (made < o.n) {
     // Keep to the offered rate: record what is due by now, then yield.
     const due = Math.min(o.n, Math.floor(((Date.now() - started) / 1000) * o.rate) + perTx);
@@ -188,6 +216,8 @@ async function main(): Promise<void> {
   const deadline = Date.now() + 600_000;
   while (received < o.n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   const cpu = meter.read();
+  const threads = threadsCpuSince(threads0);
+  await profiler?.stop(`webhooks-${o.backlog ? 'backlog' : 'live'}`);
   const receiversMs = (await receiverCpuMs()) - recv0;
   worker.postMessage({ report: true });
   while (!report) await new Promise((r) => setTimeout(r, 10));
@@ -203,6 +233,12 @@ async function main(): Promise<void> {
     `appliance CPU per delivery ${(applianceMs / o.n).toFixed(3)} ms (process minus receivers' thread; main thread ${(cpu.mainMs / o.n).toFixed(3)} ms)${o.backlog ? '' : ', recording included'}; ` +
       `${(applianceMs / cpu.wallMs).toFixed(2)} cores busy, main event-loop utilisation ${(cpu.elu * 100).toFixed(0)}%; receivers ${(receiversMs / o.n).toFixed(3)} ms per delivery`,
   );
+  if (o.queries) {
+    const total = [...qcount.values()].reduce((a, b) => a + b, 0);
+    console.log(`SQL statements: ${(total / o.n).toFixed(2)} per delivery${o.backlog ? '' : ', recording included'}`);
+    for (const [k, v] of [...qcount].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(v / o.n).toFixed(3).padStart(7)}  ${k}`);
+  }
+  console.log(`CPU by thread (receivers' included): ${threads}`);
   console.log(`load average ${loadAverage()}`);
   console.log(`peak RSS ${(peakRss / 1024 / 1024).toFixed(0)} MB (whole process, receivers' thread included)`);
   console.log(`jobs left: ${JSON.stringify(await ctx.jobs.stats())}`);
