@@ -29,6 +29,8 @@ export async function recordEvents(q: Queryable, rows: Array<Omit<EventRow, 'id'
   for (const chunk of chunkRows(rows)) await q('events').insert(chunk);
 }
 
+const INSERT_EVENT = 'insert into `events` (`team_id`, `type`, `data`, `created_at`) values (?, ?, ?, ?) returning `id`';
+
 export async function recordEvent(
   q: Queryable,
   at: Date,
@@ -36,8 +38,9 @@ export async function recordEvent(
   type: EventType,
   data: Record<string, unknown>,
 ): Promise<number> {
-  const [id] = await q('events').insert(eventRow(at, teamId, type, data));
-  return id as number;
+  // One fixed statement (no query builder per event): recording is on every service's write path.
+  const rows = (await q.raw(INSERT_EVENT, [teamId, type, JSON.stringify(data), at.toISOString()])) as Array<{ id: number }>;
+  return rows[0]!.id;
 }
 
 export interface EventFilter {
