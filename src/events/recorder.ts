@@ -37,7 +37,8 @@ const deferred = new WeakMap<object, Array<Omit<EventRow, 'id'>>>();
  * that transaction, by one multi-row insert just before it commits (or releases its savepoint): a service
  * that records several events pays one statement, not one writer round trip each. A rolled-back
  * transaction writes none; a failed insert rolls the transaction back. Outside a transaction the row is
- * written at once. Events of one transaction keep their order (ids ascend in recording order).
+ * written at once. Events of one transaction keep their order (ids ascend in recording order); those of a
+ * savepoint (a nested transaction) are written at its release, before the enclosing transaction's.
  */
 export async function recordEvent(q: Queryable, at: Date, teamId: string, type: EventType, data: Record<string, unknown>): Promise<void> {
   const row = eventRow(at, teamId, type, data);
