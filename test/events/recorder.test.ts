@@ -89,3 +89,13 @@ t.test('outside a transaction an event is written at once', async (t) => {
   await recordEvent(ctx.db, at, teamId, 'domain.updated', { seq: 1 });
   t.equal((await events(ctx)).length, 1);
 });
+
+t.test('a transaction that records more events than one statement can hold', async (t) => {
+  const { ctx, teamId } = await setup(t);
+  await ctx.db.transaction(async (trx) => {
+    for (let i = 0; i < 1201; i++) await recordEvent(trx, at, teamId, 'domain.updated', { seq: i });
+  });
+  const rows = await events(ctx);
+  t.equal(rows.length, 1201, 'every event written (chunks of at most 500 rows: SQLite compound SELECT limit)');
+  t.equal(JSON.parse(rows[1200]!.data as string).seq, 1200);
+});
