@@ -21,11 +21,12 @@
 // per thread).
 // `--split` measures intake and delivery apart: every email is accepted scheduled a day ahead (nothing is
 // delivered meanwhile), then its job is made due at once and the queue delivers the whole backlog.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { mainThreadProfiler, threadCpuMs } from './bench-cpu.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -195,20 +196,6 @@ interface ClientResult {
 }
 
 const wallNow = () => performance.timeOrigin + performance.now();
-
-/**
- * CPU time (user + system, ms) of the calling thread, from Linux's /proc/thread-self/stat (10 ms ticks);
- * NaN elsewhere. process.cpuUsage() covers every thread of the process, and the bench's client and sink
- * threads live in this process too: their own figures are subtracted to get the appliance's.
- */
-function threadCpuMs(): number {
-  try {
-    const fields = readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return NaN;
-  }
-}
 
 /** A 2 KB html body (the text part is derived by the appliance). */
 function htmlBody(bytes = 2048): string {
@@ -825,23 +812,6 @@ async function main(): Promise<void> {
     else rmSync(dataDir, { recursive: true, force: true });
   }
   process.exitCode = exitCode;
-}
-
-async function mainThreadProfiler(dir: string) {
-  const { Session } = await import('node:inspector/promises');
-  const { mkdirSync, writeFileSync } = await import('node:fs');
-  mkdirSync(dir, { recursive: true });
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 500 });
-  return {
-    start: () => session.post('Profiler.start'),
-    async stop(name: string) {
-      const { profile } = await session.post('Profiler.stop');
-      writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-    },
-  };
 }
 
 /** CPU ms per accepted / per delivered email (main thread in brackets) and the main thread's utilisation while accepting / delivering. */

@@ -51,11 +51,15 @@ export class Batcher<I, O> {
   }
 }
 
-/** Splits rows so that no single INSERT binds more than `maxVariables` values (SQLite's limit is 32,766). */
-export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000): T[][] {
+/**
+ * Splits rows so that no single INSERT binds more than `maxVariables` values (SQLite's limit is 32,766) nor
+ * has more than `maxRows` rows: knex writes a multi-row insert for SQLite as `INSERT … SELECT … UNION ALL
+ * SELECT …`, and SQLite refuses a compound SELECT of more than 500 terms.
+ */
+export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000, maxRows = 500): T[][] {
   if (rows.length === 0) return [];
   const perRow = Math.max(1, Object.keys(rows[0]!).length);
-  const size = Math.max(1, Math.floor(maxVariables / perRow));
+  const size = Math.max(1, Math.min(maxRows, Math.floor(maxVariables / perRow)));
   const chunks: T[][] = [];
   for (let i = 0; i < rows.length; i += size) chunks.push(rows.slice(i, i + size));
   return chunks;

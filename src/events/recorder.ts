@@ -29,15 +29,41 @@ export async function recordEvents(q: Queryable, rows: Array<Omit<EventRow, 'id'
   for (const chunk of chunkRows(rows)) await q('events').insert(chunk);
 }
 
-export async function recordEvent(
-  q: Queryable,
-  at: Date,
-  teamId: string,
-  type: EventType,
-  data: Record<string, unknown>,
-): Promise<number> {
-  const [id] = await q('events').insert(eventRow(at, teamId, type, data));
-  return id as number;
+/** Events recorded in an open transaction, written together just before it commits (see `recordEvent`). */
+const deferred = new WeakMap<object, Array<Omit<EventRow, 'id'>>>();
+
+/**
+ * Records one event. Inside a transaction the row is held and written, with every other event recorded in
+ * that transaction, by one multi-row insert just before it commits (or releases its savepoint): a service
+ * that records several events pays one statement, not one writer round trip each. A rolled-back
+ * transaction writes none; a failed insert rolls the transaction back. Outside a transaction the row is
+ * written at once. Events of one transaction keep their order (ids ascend in recording order); those of a
+ * savepoint (a nested transaction) are written at its release, before the enclosing transaction's.
+ */
+export async function recordEvent(q: Queryable, at: Date, teamId: string, type: EventType, data: Record<string, unknown>): Promise<void> {
+  const row = eventRow(at, teamId, type, data);
+  const trx = q as Queryable & { isTransaction?: boolean; commit?: (value?: unknown) => Promise<unknown>; rollback?: (err?: unknown) => Promise<unknown> };
+  if (!trx.isTransaction || typeof trx.commit !== 'function' || typeof trx.rollback !== 'function') {
+    await q('events').insert(row);
+    return;
+  }
+  const held = deferred.get(trx);
+  if (held) {
+    held.push(row);
+    return;
+  }
+  const rows = [row];
+  deferred.set(trx, rows);
+  const commit = trx.commit.bind(trx);
+  trx.commit = async (value?: unknown) => {
+    deferred.delete(trx);
+    try {
+      await recordEvents(trx, rows);
+    } catch (err) {
+      return trx.rollback!(err);
+    }
+    return commit(value);
+  };
 }
 
 export interface EventFilter {

@@ -7,7 +7,7 @@
 // The dispatcher runs as a job (DISPATCH_JOB). It is woken when an event is inserted (a listener on the
 // database's queries: recordEvent itself does no extra work), at start-up, and by a slow safety poll.
 import type { Db, Queryable } from '../db/index.js';
-import type { JobQueue } from '../jobs/queue.js';
+import type { JobQueue, JobSpec } from '../jobs/queue.js';
 import type { EventType } from './types.js';
 
 export const DISPATCH_JOB = 'webhook.dispatch';
@@ -85,12 +85,14 @@ async function dispatchBatch(db: Db, jobs: JobQueue): Promise<number> {
           byHook.set(hook, [...(byHook.get(hook) ?? []), typeof id === 'number' ? id : id.id]);
         });
       }
+      const specs: JobSpec[] = [];
       for (const ids of byHook.values()) {
         for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_GROUP) {
           const payload: DeliverJobPayload = { first: ids.slice(i, i + FIRST_ATTEMPT_GROUP) };
-          await jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload);
+          specs.push({ kind: WEBHOOK_DELIVER_JOB, payload });
         }
       }
+      await jobs.enqueueMany(trx, specs);
     }
     await trx('webhook_dispatch').where({ name: 'events' }).update({ position: events[events.length - 1]!.id });
     return events.length;

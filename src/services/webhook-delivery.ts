@@ -10,7 +10,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AppContext } from '../context.js';
-import type { Queryable } from '../db/index.js';
+import { Batcher } from '../db/batcher.js';
+import { readsOf, type Queryable } from '../db/index.js';
 import { HOUR, MINUTE, SECOND } from '../core/clock.js';
 import type { Job, JobOutcome } from '../jobs/queue.js';
 import { WEBHOOK_DELIVER_JOB, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
@@ -116,9 +117,19 @@ export class EndpointSlots {
   }
 }
 
-/** What delivery attempts share in one appliance: keep-alive agents, endpoint slots, the timeout. */
+/** Opened secrets kept by a WebhookSender (two per endpoint at most during a rotation; 20 endpoints per team). */
+const SECRET_CACHE_SIZE = 1024;
+
+/** First attempts answered 2xx or 406, of one endpoint: recorded together (see `recordAnswered`). */
+interface Answered {
+  hookId: number;
+  rows: Array<{ id: number; statusCode: number; body: string }>;
+}
+
+/** What delivery attempts share in one appliance: keep-alive agents, endpoint slots, the timeout, the outcome writer. */
 export class WebhookSender {
   readonly slots: EndpointSlots;
+  private answered: Batcher<Answered, void> | undefined;
   readonly agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
     https: new https.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
@@ -129,17 +140,49 @@ export class WebhookSender {
     this.slots = slots;
   }
 
+  /** Opened signing secrets by their sealed text (a rotation seals a new one): no AES-GCM open per attempt. */
+  private readonly secrets = new Map<string, string>();
+
+  openSecret(ctx: AppContext, sealed: string): string {
+    let plain = this.secrets.get(sealed);
+    if (plain === undefined) {
+      if (this.secrets.size >= SECRET_CACHE_SIZE) this.secrets.clear();
+      plain = ctx.secrets.open(sealed);
+      this.secrets.set(sealed, plain);
+    }
+    return plain;
+  }
+
+  /**
+   * Group commit of answered first attempts: the jobs that finish while one write transaction runs share the
+   * next one (one UPDATE … FROM VALUES per 100 deliveries, one streak reset for every endpoint with a 2xx).
+   * Resolves once committed.
+   */
+  recordAnswered(ctx: AppContext, item: Answered): Promise<void> {
+    this.answered ??= new Batcher<Answered, void>(async (items) => {
+      await writeAnswered(ctx, items);
+      return items.map(() => undefined);
+    }, 100);
+    return this.answered.submit(item);
+  }
+
   close(): void {
+    this.secrets.clear();
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
 }
 
 /** The secrets a delivery is signed with now: the current one, then the previous one during its grace window. */
-export function secretsInForce(ctx: AppContext, hook: Pick<WebhookRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'>, at: Date): string[] {
-  const out = [ctx.secrets.open(hook.secret_sealed)];
+export function secretsInForce(
+  ctx: AppContext,
+  hook: Pick<WebhookRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'>,
+  at: Date,
+  open: (sealed: string) => string = (sealed) => ctx.secrets.open(sealed),
+): string[] {
+  const out = [open(hook.secret_sealed)];
   if (hook.previous_secret_sealed && hook.previous_secret_expires_at && new Date(hook.previous_secret_expires_at).getTime() > at.getTime()) {
-    out.push(ctx.secrets.open(hook.previous_secret_sealed));
+    out.push(open(hook.previous_secret_sealed));
   }
   return out;
 }
@@ -153,7 +196,7 @@ export async function sendAttempt(ctx: AppContext, sender: WebhookSender | null,
     headers: {
       'content-type': 'application/json',
       'user-agent': `mail-appliance-webhooks/${ctx.version}`,
-      [SIGNATURE_HEADER]: signatureHeader(delivery.payload, secretsInForce(ctx, hook, at)),
+      [SIGNATURE_HEADER]: signatureHeader(delivery.payload, secretsInForce(ctx, hook, at, sender ? (sealed) => sender.openSecret(ctx, sealed) : undefined)),
       [WEBHOOK_ID_HEADER]: String(delivery.id),
       [TIMESTAMP_HEADER]: String(Math.floor(at.getTime() / 1000)),
       [EVENT_HEADER]: delivery.event_type,
@@ -279,17 +322,60 @@ export async function loadDelivery(q: Queryable, deliveryId: number): Promise<{ 
   return { delivery: delivery as unknown as DeliveryRow, hook: hook as unknown as WebhookRow };
 }
 
+async function writeAnswered(ctx: AppContext, items: Answered[]): Promise<void> {
+  const now = ctx.clock.now().toISOString();
+  const rows = items.flatMap((a) => a.rows);
+  const reset = [...new Set(items.filter((a) => a.rows.some((r) => r.statusCode !== 406)).map((a) => a.hookId))];
+  await ctx.db.transaction(async (trx) => {
+    for (let i = 0; i < rows.length; i += 100) {
+      const chunk = rows.slice(i, i + 100);
+      // One statement for the chunk: status, code and body per delivery from a VALUES list.
+      await trx.raw(
+        `UPDATE webhook_deliveries SET
+           status = v.column2, status_code = v.column3, response_body = v.column4, attempts = attempts + 1, next_retry_at = NULL,
+           delivered_at = CASE WHEN v.column2 = 'delivered' THEN ? ELSE delivered_at END
+         FROM (VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}) AS v
+         WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.status = 'pending'`,
+        [now, ...chunk.flatMap((r) => [r.id, r.statusCode === 406 ? 'rejected' : 'delivered', r.statusCode, r.body])],
+      );
+    }
+    // A 2xx ends the endpoint's failure streak (a 406 leaves it as it is).
+    if (reset.length > 0) await trx('webhooks').whereIn('id', reset).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
+  });
+}
+
+/** Deliveries still waiting for their first attempt, with their endpoint, in one query. */
+async function loadFirst(q: Queryable, ids: number[]): Promise<{ deliveries: DeliveryRow[]; hook: WebhookRow } | null> {
+  const rows = (await q('webhook_deliveries as d')
+    .join('webhooks as w', 'w.id', 'd.webhook_id')
+    .whereIn('d.id', ids)
+    .andWhere({ 'd.status': 'pending', 'd.attempts': 0 })
+    .orderBy('d.id')
+    .select(['d.*', ...HOOK_COLUMNS.map((c) => `w.${c} as w_${c}`), 'w.created_at as w_created_at'])) as Array<DeliveryRow & Record<string, unknown>>;
+  if (rows.length === 0) return null;
+  const first = rows[0]!;
+  const hook = { id: first.webhook_id, created_at: first.w_created_at } as Record<string, unknown>;
+  for (const c of HOOK_COLUMNS) hook[c] = first[`w_${c}`];
+  const deliveries = rows.map((row) => {
+    const d = { ...row } as Record<string, unknown>;
+    for (const c of [...HOOK_COLUMNS, 'created_at']) delete d[`w_${c}`];
+    return d as unknown as DeliveryRow;
+  });
+  return { deliveries, hook: hook as unknown as WebhookRow };
+}
+
 /**
  * First attempts of a group of new deliveries of one endpoint (one job for up to FIRST_ATTEMPT_GROUP): sent
- * through the endpoint's slots; 2xx and 406 answers recorded in one statement, each failure recorded on its
- * own with its retry job in the same transaction. Idempotent: a re-run (after a crash) takes only the
- * deliveries still pending with no attempt recorded.
+ * through the endpoint's slots; 2xx and 406 answers recorded by the sender's group commit (shared with the
+ * other jobs finishing meanwhile), each failure recorded on its own with its retry job in the same
+ * transaction. Idempotent: a re-run (after a crash) takes only the deliveries still pending with no attempt
+ * recorded. The group and its endpoint are read on the read-only connections (committed before this job was
+ * leased), off the writer.
  */
 async function deliverFirstAttempts(ctx: AppContext, sender: WebhookSender, ids: number[]): Promise<JobOutcome> {
-  const deliveries = await ctx.db<DeliveryRow>('webhook_deliveries').whereIn('id', ids).andWhere({ status: 'pending', attempts: 0 }).orderBy('id');
-  if (deliveries.length === 0) return;
-  const hook = await ctx.db<WebhookRow>('webhooks').where({ id: deliveries[0]!.webhook_id }).first();
-  if (!hook) return;
+  const loaded = await loadFirst(readsOf(ctx.db), ids);
+  if (!loaded) return;
+  const { deliveries, hook } = loaded;
   if (!hook.active) {
     await ctx.db('webhook_deliveries').whereIn('id', deliveries.map((d) => d.id)).andWhere({ status: 'pending' }).update({ status: 'failed', next_retry_at: null });
     return;
@@ -310,28 +396,12 @@ async function deliverFirstAttempts(ctx: AppContext, sender: WebhookSender, ids:
   };
   await Promise.all(Array.from({ length: Math.min(sender.slots.perEndpoint, deliveries.length) }, lane));
 
-  const answered = results.filter(({ res }) => res.statusCode !== null && ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 406));
-  const failed = results.filter((r) => !answered.includes(r));
+  const isAnswer = (res: WebhookResponse) => res.statusCode !== null && ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 406);
+  const answered = results.filter(({ res }) => isAnswer(res));
   if (answered.length > 0) {
-    const now = ctx.clock.now().toISOString();
-    const anyOk = answered.some(({ res }) => res.statusCode !== 406);
-    await ctx.db.transaction(async (trx) => {
-      for (let i = 0; i < answered.length; i += 100) {
-        const chunk = answered.slice(i, i + 100);
-        // One statement for the chunk: status, code and body per delivery from a VALUES list.
-        await trx.raw(
-          `UPDATE webhook_deliveries SET
-             status = v.column2, status_code = v.column3, response_body = v.column4, attempts = attempts + 1, next_retry_at = NULL,
-             delivered_at = CASE WHEN v.column2 = 'delivered' THEN ? ELSE delivered_at END
-           FROM (VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}) AS v
-           WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.status = 'pending'`,
-          [now, ...chunk.flatMap(({ delivery, res }) => [delivery.id, res.statusCode === 406 ? 'rejected' : 'delivered', res.statusCode, res.body])],
-        );
-      }
-      if (anyOk) await trx('webhooks').where({ id: hook.id }).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
-    });
+    await sender.recordAnswered(ctx, { hookId: hook.id, rows: answered.map(({ delivery, res }) => ({ id: delivery.id, statusCode: res.statusCode!, body: res.body })) });
   }
-  for (const { delivery, res } of failed) await recordAttempt(ctx, hook, delivery, res, 'auto', true);
+  for (const { delivery, res } of results) if (!isAnswer(res)) await recordAttempt(ctx, hook, delivery, res, 'auto', true);
 }
 
 /** The job handler for WEBHOOK_DELIVER_JOB. */
