@@ -4,7 +4,10 @@
 // random message, UID STORE of flags and IDLE (ended by DONE after a new delivery or 500 ms), while one
 // message is delivered every 100 ms.
 //
-//   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep]
+//   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep] [--profile file.cpuprofile]
+//
+// --profile writes a V8 CPU profile of the server process covering the idle-server FETCH 1:* runs (cold and
+// warm, from the client's connect to its last response); open it in Chrome DevTools or speedscope.
 //
 // The clients run in a child process (own CPU time, own memory), over implicit TLS, with a small
 // literal-aware client so the figures are the server's, not a client library's parsing. Printed: the time of
@@ -12,7 +15,8 @@
 // cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
 // server process's RSS before, at peak and after the run (sampled every 100 ms).
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -31,10 +35,11 @@ interface Options {
   sessions: number;
   seconds: number;
   keep: boolean;
+  profile: string | null;
 }
 
 function parseArgs(argv: string[]): Options & { client: boolean; port: number } {
-  const o = { n: 10_000, sessions: 20, seconds: 20, keep: false, client: false, port: 0 };
+  const o: Options & { client: boolean; port: number } = { n: 10_000, sessions: 20, seconds: 20, keep: false, profile: null, client: false, port: 0 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
     const value = () => Number(inline ?? argv[++i]);
@@ -42,6 +47,7 @@ function parseArgs(argv: string[]): Options & { client: boolean; port: number } 
     else if (flag === '--sessions') o.sessions = value();
     else if (flag === '--seconds') o.seconds = value();
     else if (flag === '--keep') o.keep = true;
+    else if (flag === '--profile') o.profile = inline ?? argv[++i]!;
     else if (flag === '--client') o.client = true;
     else if (flag === '--port') o.port = value();
     else throw new Error(`unknown option ${flag}`);
@@ -291,6 +297,13 @@ async function serverMain(o: Options): Promise<void> {
     samples.push(rss);
     peakRss = Math.max(peakRss, rss);
   }, 100);
+  let profiler: inspector.Session | null = null;
+  if (o.profile) {
+    profiler = new inspector.Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
   const inFlight = new Set<Promise<unknown>>();
@@ -301,6 +314,15 @@ async function serverMain(o: Options): Promise<void> {
     child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
     child.on('message', (m: { fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
       if (m.fetchAll) {
+        if (profiler) {
+          const session = profiler;
+          profiler = null;
+          void session.post('Profiler.stop').then(({ profile }) => {
+            writeFileSync(o.profile!, JSON.stringify(profile));
+            console.log(`CPU profile of the idle-server FETCHes written to ${o.profile}`);
+            session.disconnect();
+          });
+        }
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
         console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm`);
         t0 = Date.now();

@@ -1,6 +1,7 @@
 // tag [UID] FETCH set items [(CHANGEDSINCE n)] (RFC 3501 §6.4.5, §6.4.8; RFC 7162 §3.1.4). Streams in
-// batches: metadata from the session's view, ENVELOPE from the store's header summaries (cached by content),
-// raw sources read one message at a time and only when an item needs them.
+// batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
+// in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
+// and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
 import type { MessageMeta } from '../../mailstore/types.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
@@ -11,7 +12,7 @@ import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
 import type { Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
-import { bad, ok, SELECTED, type CommandSpec } from './types.js';
+import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Needs {
   raw: boolean;
@@ -81,6 +82,21 @@ class FetchOutput {
     this.bytes = 0;
     await this.s.client.write(data);
   }
+}
+
+/**
+ * The store's rows of these messages (UIDs ascending): one range scan when they are dense in the folder
+ * (FETCH 1:* and the like), else a list of UIDs. Messages no longer in the store are missing.
+ */
+export async function readRows(s: Session, uids: number[], withSummary: boolean): Promise<Map<number, MessageMeta>> {
+  const rows = new Map<number, MessageMeta>();
+  if (uids.length === 0) return rows;
+  const first = uids[0]!;
+  const last = uids[uids.length - 1]!;
+  const dense = last - first + 1 <= uids.length * 2;
+  const list = await s.store.listMessages(s.selected!.folderId, dense ? { uidRange: [first, last], withSummary } : { uids, withSummary });
+  for (const m of list) rows.set(m.uid, m);
+  return rows;
 }
 
 /** Appends `* seq FETCH (...)` for one message. */
@@ -168,51 +184,51 @@ export const FETCH: CommandSpec<'FETCH'> = {
     }
     items = dedupe(items);
     const needs = needsOf(items, view.readOnly);
-    let positions = view.positions(cmd.set, cmd.uid);
-    if (cmd.changedSince !== null) positions = positions.filter((p) => view.meta(p).modseq > cmd.changedSince!);
+    const positions = view.positions(cmd.set, cmd.uid);
     const cache = s.deps.summaries;
     const out = new FetchOutput(s);
-    // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks, read once for the
-    // command (one range scan of the folder when most of it is asked for).
-    const envelopes = new Map<number, string>();
-    if (needs.envelope && !needs.structure && !needs.raw) {
-      const missing: number[] = [];
-      for (const p of positions) {
-        const uid = view.uids[p]!;
-        const meta = view.metas.get(uid);
-        if (meta && !cache.get(meta.blobId)?.envelope) missing.push(uid);
-      }
-      if (missing.length) {
-        const whole = missing.length > 1000 && missing.length * 2 > view.count;
-        const metas = await s.store.listMessages(view.folderId, whole ? { withSummary: true } : { uids: missing, withSummary: true });
-        for (const m of metas) {
-          if (!m.summary) continue;
-          const envelope = envelopeFromSummary(m.summary);
-          envelopes.set(m.uid, envelope);
-          cache.set(m.blobId, { ...cache.get(m.blobId), envelope });
-        }
-      }
-    }
-    for (let b = 0; b < positions.length && s.state !== 'logout'; b += FETCH_BATCH) {
-      const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
+    const sendsFlags = items.some((i) => i.kind === 'simple' && i.name === 'FLAGS');
+    const knownOnly = items.every((i) => i.kind === 'simple' && (i.name === 'UID' || i.name === 'MODSEQ'));
+    let gone = false;
+    // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
+    // one range scan; raw sources one message at a time and only when an item needs them.
+    for (let b = 0; b < positions.length && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
+      const batch: number[] = [];
+      for (let i = b; i < Math.min(positions.length, b + FETCH_BATCH); i++) batch.push(view.uid(positions[i]!));
+      const rows = await readRows(s, batch, needs.envelope && !needs.raw && !needs.structure);
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();
       if (needs.setSeen) {
-        const unseen = batch.filter((uid) => !view.metas.get(uid)!.flags.includes('\\Seen'));
+        const unseen = batch.filter((uid) => rows.has(uid) && !rows.get(uid)!.flags.includes('\\Seen'));
         if (unseen.length) {
           const res = await s.store.setFlags(view.folderId, unseen, 'add', ['\\Seen']);
           for (const m of res.updated) {
-            view.update(m);
+            rows.set(m.uid, m);
             changedFlags.add(m.uid);
           }
         }
       }
       for (const uid of batch) {
-        const meta = view.metas.get(uid);
-        if (!meta) continue;
+        const meta = rows.get(uid);
+        if (!meta) {
+          // Expunged elsewhere, not yet announced: it keeps its number; what the session knows (UID,
+          // MODSEQ) is answered, anything else ends the command with NO [EXPUNGEISSUED] (RFC 2180 §4.1.2).
+          if (!knownOnly) {
+            gone = true;
+            continue;
+          }
+          const seq = view.seqOf(uid);
+          const known: MessageMeta = { folderId: view.folderId, uid, modseq: view.modseqAt(seq - 1), flags: [], internalDate: new Date(0), size: 0, blobId: '' };
+          if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, seq, known, items, undefined, null, null, false);
+          continue;
+        }
+        if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
         let summary = cache.get(meta.blobId);
-        const fresh = envelopes.get(uid);
-        if (fresh && !summary?.envelope) summary = { ...summary, envelope: fresh };
+        if (needs.envelope && !summary?.envelope && meta.summary) {
+          const envelope = envelopeFromSummary(meta.summary);
+          summary = { ...summary, envelope };
+          cache.set(meta.blobId, summary);
+        }
         let raw: Buffer | null = null;
         let tree: MimeNode | null = null;
         const wantStructure = needs.structure && !summary?.bodystructure;
@@ -227,11 +243,14 @@ export const FETCH: CommandSpec<'FETCH'> = {
             }
           }
         }
+        // The client now knows these flags: a later sync need not report them again.
+        if (sendsFlags || changedFlags.has(uid)) view.update(meta);
         renderMessage(out, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
         if (out.full) await out.flush();
       }
     }
     await out.flush();
+    if (gone) return no('Some of the requested messages no longer exist', 'EXPUNGEISSUED');
     return ok(`${cmd.uid ? 'UID ' : ''}FETCH completed`);
   },
 };
