@@ -169,12 +169,20 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
   await solo.run('SELECT INBOX');
   const fetchAll: number[] = [];
   let fetched = 0;
+  // The server notes its CPU time at each mark (acknowledged before the next command is sent).
+  const mark = () =>
+    new Promise<void>((resolve) => {
+      process.once('message', () => resolve());
+      send({ mark: true });
+    });
   for (let i = 0; i < 3; i++) {
+    await mark();
     const t0 = performance.now();
     const r = await solo.run('FETCH 1:* (FLAGS ENVELOPE)');
     fetchAll.push(performance.now() - t0);
     fetched = r.untagged;
   }
+  await mark();
   solo.close();
   send({ fetchAll, fetched });
 
@@ -304,6 +312,8 @@ async function serverMain(o: Options): Promise<void> {
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  const marks: NodeJS.CpuUsage[] = [];
+  let runCpu = process.cpuUsage();
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
   const inFlight = new Set<Promise<unknown>>();
@@ -312,8 +322,13 @@ async function serverMain(o: Options): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
-    child.on('message', (m: { fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+      if (m.mark) {
+        marks.push(process.cpuUsage());
+        child.send({ ack: true });
+      }
       if (m.fetchAll) {
+        const cpu = marks.slice(1).map((c, i) => (c.user + c.system - marks[i]!.user - marks[i]!.system) / 1000);
         if (profiler) {
           const session = profiler;
           profiler = null;
@@ -324,8 +339,9 @@ async function serverMain(o: Options): Promise<void> {
           });
         }
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
-        console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm`);
+        console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm (wall); server CPU ${cpu.map((x) => x.toFixed(0)).join(' / ')} ms; load ${os.loadavg()[0]!.toFixed(2)}`);
         t0 = Date.now();
+        runCpu = process.cpuUsage();
         delivering = setInterval(() => {
           const p = ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]);
           inFlight.add(p);
@@ -334,6 +350,9 @@ async function serverMain(o: Options): Promise<void> {
       }
       if (m.lat) {
         if (delivering) clearInterval(delivering);
+        const used = process.cpuUsage(runCpu);
+        const ops = Object.values(m.lat).reduce((n, l) => n + l.length, 0);
+        console.log(`server CPU during the mixed run: ${((used.user + used.system) / 1000).toFixed(0)} ms for ${ops} commands (${((used.user + used.system) / 1000 / ops).toFixed(2)} ms a command, deliveries included); load ${os.loadavg()[0]!.toFixed(2)}`);
         console.log(`mixed run: ${o.sessions} sessions for ${m.seconds!.toFixed(1)} s, ${extra} deliveries meanwhile`);
         console.log('command                              ops/s     p50 ms    p99 ms');
         for (const [name, list] of Object.entries(m.lat)) {

@@ -21,7 +21,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta } from './types.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState } from './types.js';
 
 /**
  * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
@@ -116,6 +116,17 @@ export function createMessageOps(core: Core) {
       };
       const rows = opts.uids ? (await selectIn<MessageRow, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
       return rows.map(toMeta);
+    },
+
+    async listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]> {
+      const run = (uids?: number[]) => {
+        const q = core.reads.from(core.reads.raw('mail_messages INDEXED BY mail_messages_state')).where('folder_id', folderId);
+        if (opts.uidRange) q.andWhere('uid', '>=', opts.uidRange[0]).andWhere('uid', '<=', opts.uidRange[1]);
+        if (uids) q.whereIn('uid', uids);
+        return q.select('uid', 'modseq', 'flags', 'size').orderBy('uid') as unknown as Promise<Array<{ uid: number; modseq: number; flags: string; size: number }>>;
+      };
+      const rows = opts.uids ? (await selectIn<{ uid: number; modseq: number; flags: string; size: number }, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
+      return rows.map((r) => ({ uid: r.uid, modseq: r.modseq, flags: decodeFlags(r.flags), size: r.size }));
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {

@@ -131,6 +131,9 @@ export interface MessageSummary {
   headerSize: number;
 }
 
+/** The part of a message's metadata that changes (and its size): what IMAP reads for FLAGS and SEARCH. */
+export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size'>;
+
 export interface ListOptions {
   /** Only messages with a greater MODSEQ. */
   changedSince?: number;
@@ -281,6 +284,8 @@ export interface MailStore {
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */
   listMessages(folderId: number, opts?: ListOptions): Promise<MessageMeta[]>;
+  /** Flags, MODSEQ and size of some messages of a folder (UID order), from a narrow index: no message rows read. */
+  listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]>;
   /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
   folderIndex(folderId: number): Promise<FolderIndex>;
   /** The raw source, or null if the message is gone. */

@@ -2,7 +2,7 @@
 // batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
 // in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
 // and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
-import type { MessageMeta } from '../../mailstore/types.js';
+import type { MessageMeta, MessageState } from '../../mailstore/types.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
 import { envelopeFromSummary, summarize } from '../mime/structure.js';
@@ -88,19 +88,28 @@ class FetchOutput {
  * The store's rows of these messages (UIDs ascending): one range scan when they are dense in the folder
  * (FETCH 1:* and the like), else a list of UIDs. Messages no longer in the store are missing.
  */
-export async function readRows(s: Session, uids: number[], withSummary: boolean): Promise<Map<number, MessageMeta>> {
-  const rows = new Map<number, MessageMeta>();
+export async function readRows(s: Session, uids: number[], read: 'state'): Promise<Map<number, MessageState>>;
+export async function readRows(s: Session, uids: number[], read: 'state' | 'meta' | 'summary'): Promise<Map<number, Row>>;
+export async function readRows(s: Session, uids: number[], read: 'state' | 'meta' | 'summary'): Promise<Map<number, Row>> {
+  const rows = new Map<number, Row>();
   if (uids.length === 0) return rows;
   const first = uids[0]!;
   const last = uids[uids.length - 1]!;
-  const dense = last - first + 1 <= uids.length * 2;
-  const list = await s.store.listMessages(s.selected!.folderId, dense ? { uidRange: [first, last], withSummary } : { uids, withSummary });
+  const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
+  const folderId = s.selected!.folderId;
+  // 'state': flags, MODSEQ and size from the narrow index; else the rows (with the header summary).
+  const list = read === 'state' ? await s.store.listStates(folderId, which) : await s.store.listMessages(folderId, { ...which, withSummary: read === 'summary' });
   for (const m of list) rows.set(m.uid, m);
   return rows;
 }
 
+/** A message's row as FETCH reads it: its state always, the rest when an item needs it. */
+type Row = MessageState & Partial<MessageMeta>;
+
+const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE']);
+
 /** Appends `* seq FETCH (...)` for one message. */
-function renderMessage(out: FetchOutput, seq: number, meta: MessageMeta, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
+function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
   let text = `* ${seq} FETCH (`;
   let flagsSent = false;
   for (let i = 0; i < items.length; i++) {
@@ -118,7 +127,7 @@ function renderMessage(out: FetchOutput, seq: number, meta: MessageMeta, items: 
           flagsSent = true;
           continue;
         case 'INTERNALDATE':
-          text += `INTERNALDATE ${formatInternalDate(meta.internalDate)}`;
+          text += `INTERNALDATE ${formatInternalDate(meta.internalDate!)}`;
           continue;
         case 'RFC822.SIZE':
           text += `RFC822.SIZE ${meta.size}`;
@@ -190,12 +199,13 @@ export const FETCH: CommandSpec<'FETCH'> = {
     const sendsFlags = items.some((i) => i.kind === 'simple' && i.name === 'FLAGS');
     const knownOnly = items.every((i) => i.kind === 'simple' && (i.name === 'UID' || i.name === 'MODSEQ'));
     let gone = false;
+    const read = items.every((i) => i.kind === 'simple' && STATE_ITEMS.has(i.name)) ? 'state' : needs.envelope && !needs.raw && !needs.structure ? 'summary' : 'meta';
     // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
     // one range scan; raw sources one message at a time and only when an item needs them.
     for (let b = 0; b < positions.length && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
       const batch: number[] = [];
       for (let i = b; i < Math.min(positions.length, b + FETCH_BATCH); i++) batch.push(view.uid(positions[i]!));
-      const rows = await readRows(s, batch, needs.envelope && !needs.raw && !needs.structure);
+      const rows = await readRows(s, batch, read);
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();
       if (needs.setSeen) {
@@ -218,16 +228,17 @@ export const FETCH: CommandSpec<'FETCH'> = {
             continue;
           }
           const seq = view.seqOf(uid);
-          const known: MessageMeta = { folderId: view.folderId, uid, modseq: view.modseqAt(seq - 1), flags: [], internalDate: new Date(0), size: 0, blobId: '' };
+          const known: Row = { uid, modseq: view.modseqAt(seq - 1), flags: [], size: 0 };
           if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, seq, known, items, undefined, null, null, false);
           continue;
         }
         if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
-        let summary = cache.get(meta.blobId);
+        const blobId = meta.blobId ?? '';
+        let summary = read === 'state' ? undefined : cache.get(blobId);
         if (needs.envelope && !summary?.envelope && meta.summary) {
           const envelope = envelopeFromSummary(meta.summary);
           summary = { ...summary, envelope };
-          cache.set(meta.blobId, summary);
+          cache.set(blobId, summary);
         }
         let raw: Buffer | null = null;
         let tree: MimeNode | null = null;
@@ -239,7 +250,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
             tree = parseMessage(raw);
             if (wantStructure || wantEnvelope) {
               summary = summarize(raw, tree);
-              cache.set(meta.blobId, summary);
+              cache.set(blobId, summary);
             }
           }
         }

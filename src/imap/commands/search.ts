@@ -1,16 +1,16 @@
 // tag [UID] SEARCH [CHARSET c] keys (RFC 3501 §6.4.4; MODSEQ per RFC 7162 §3.1.5). Metadata keys are
 // answered from the store's rows, read per batch; header/body keys read each candidate's source once.
-import type { MessageMeta } from '../../mailstore/types.js';
+import type { MessageState } from '../../mailstore/types.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText } from '../mime/text.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
-import { needsContent, usesModseq, type SearchKey } from '../protocol/search.js';
+import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
-  meta: MessageMeta;
+  meta: MessageState & { internalDate?: Date };
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
@@ -65,7 +65,7 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
     case 'smaller':
       return c.meta.size < key.size;
     case 'internaldate':
-      return compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day);
+      return c.meta.internalDate ? compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day) : false;
     case 'modseq':
       return c.meta.modseq >= key.modseq;
     case 'sentdate':
@@ -102,7 +102,7 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
       const end = Math.min(view.count, b + FETCH_BATCH);
       const batch: number[] = [];
       for (let i = b; i < end; i++) batch.push(view.uid(i));
-      const rows = await readRows(s, batch, false);
+      const rows = await readRows(s, batch, needsInternalDate(cmd.key) ? 'meta' : 'state');
       for (let i = b; i < end; i++) {
         const meta = rows.get(batch[i - b]!);
         if (!meta) continue; // expunged meanwhile

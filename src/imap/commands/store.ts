@@ -1,5 +1,5 @@
 // tag [UID] STORE set [(UNCHANGEDSINCE n)] (+|-)FLAGS[.SILENT] (flags) (RFC 3501 §6.4.6; RFC 7162 §3.1.3)
-import type { MessageMeta } from '../../mailstore/types.js';
+import type { MessageMeta, MessageState } from '../../mailstore/types.js';
 import { formatSet, seqOutOfRange } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
 import { storeFailure } from './errors.js';
@@ -27,7 +27,7 @@ export const STORE: CommandSpec<'STORE'> = {
     await s.announceKeywords(cmd.flags);
     const modified = new Set(result.modified);
     // Without .SILENT every message's flags are echoed, changed or not: read the unchanged ones' rows.
-    const others = cmd.silent ? new Map<number, MessageMeta>() : await readRows(s, uids.filter((u) => !updated.has(u) && !modified.has(u)), false);
+    const others = cmd.silent ? new Map<number, MessageState>() : await readRows(s, uids.filter((u) => !updated.has(u) && !modified.has(u)), 'state');
     for (const uid of uids) {
       if (modified.has(uid)) continue;
       const meta = updated.get(uid) ?? others.get(uid);
