@@ -87,6 +87,12 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
       });
     },
 
+    async hasChangesBefore(before: Date): Promise<boolean> {
+      // The oldest change is the first by id (ids ascend with time).
+      const first = (await core.reads('mail_changes').orderBy('id').first('created_ms')) as { created_ms: number | null } | undefined;
+      return first !== undefined && (first.created_ms === null || first.created_ms < before.getTime());
+    },
+
     onChange(mailboxId: number, listener: (change: Change) => void): () => void {
       const name = String(mailboxId);
       // A listener that throws must not break the writer that announces (it runs after commit).

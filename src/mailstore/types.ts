@@ -340,6 +340,8 @@ export interface MailStore {
    * records per mailbox the highest MODSEQ dropped. Answers how many were deleted.
    */
   pruneChanges(before: Date, limit?: number): Promise<number>;
+  /** True when the feed holds a change written before `before` (retention's cheap look). */
+  hasChangesBefore(before: Date): Promise<boolean>;
   /** Called after every committed change of the mailbox (in this process); returns an unsubscribe function. */
   onChange(mailboxId: number, listener: (change: Change) => void): () => void;
 }
