@@ -21,7 +21,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState } from './types.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SummaryRow } from './types.js';
 
 /**
  * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
@@ -104,6 +104,19 @@ export function createMessageOps(core: Core) {
     });
   }
 
+  /** Rows as the driver gives them, flags decoded in place (no second object per row: these run per FETCH). */
+  async function leanRows<T extends { uid: number }>(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }, from: string, columns: string[]): Promise<T[]> {
+    const run = (uids?: number[]) => {
+      const q = core.reads.from(core.reads.raw(from)).where('folder_id', folderId);
+      if (opts.uidRange) q.andWhere('uid', '>=', opts.uidRange[0]).andWhere('uid', '<=', opts.uidRange[1]);
+      if (uids) q.whereIn('uid', uids);
+      return q.select(columns).orderBy('uid') as unknown as Promise<T[]>;
+    };
+    const rows = opts.uids ? (await selectIn<T, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
+    for (const r of rows as Array<T & { flags: unknown }>) r.flags = decodeFlags(r.flags as string);
+    return rows;
+  }
+
   return {
     async listMessages(folderId: number, opts: ListOptions = {}): Promise<MessageMeta[]> {
       const run = (uids?: number[]) => {
@@ -118,15 +131,12 @@ export function createMessageOps(core: Core) {
       return rows.map(toMeta);
     },
 
-    async listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]> {
-      const run = (uids?: number[]) => {
-        const q = core.reads.from(core.reads.raw('mail_messages INDEXED BY mail_messages_state')).where('folder_id', folderId);
-        if (opts.uidRange) q.andWhere('uid', '>=', opts.uidRange[0]).andWhere('uid', '<=', opts.uidRange[1]);
-        if (uids) q.whereIn('uid', uids);
-        return q.select('uid', 'modseq', 'flags', 'size').orderBy('uid') as unknown as Promise<Array<{ uid: number; modseq: number; flags: string; size: number }>>;
-      };
-      const rows = opts.uids ? (await selectIn<{ uid: number; modseq: number; flags: string; size: number }, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
-      return rows.map((r) => ({ uid: r.uid, modseq: r.modseq, flags: decodeFlags(r.flags), size: r.size }));
+    listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]> {
+      return leanRows<MessageState>(folderId, opts, 'mail_messages INDEXED BY mail_messages_state', ['uid', 'modseq', 'flags', 'size']);
+    },
+
+    listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]> {
+      return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'modseq', 'flags', 'size', 'blob_id AS blobId', 'summary AS summaryJson']);
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {

@@ -135,18 +135,7 @@ export function toMeta(row: MessageRow): MessageMeta {
     size: row.size,
     blobId: row.blob_id,
   };
-  if (row.summary !== undefined) {
-    // Parsed on first read: a reader that has the summary's product cached by content (IMAP's ENVELOPE
-    // text) pays nothing for it.
-    const text = row.summary;
-    let parsed: MessageSummary | undefined;
-    Object.defineProperty(meta, 'summary', {
-      enumerable: true,
-      configurable: true,
-      get: () => (parsed ??= JSON.parse(text) as MessageSummary),
-      set: (v: MessageSummary) => (parsed = v),
-    });
-  }
+  if (row.summary !== undefined) meta.summary = JSON.parse(row.summary) as MessageSummary;
   return meta;
 }
 

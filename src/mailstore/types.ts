@@ -134,6 +134,9 @@ export interface MessageSummary {
 /** The part of a message's metadata that changes (and its size): what IMAP reads for FLAGS and SEARCH. */
 export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size'>;
 
+/** A message's state with its content address and its header summary (JSON of a MessageSummary). */
+export type SummaryRow = MessageState & { blobId: string; summaryJson: string };
+
 export interface ListOptions {
   /** Only messages with a greater MODSEQ. */
   changedSince?: number;
@@ -286,6 +289,11 @@ export interface MailStore {
   listMessages(folderId: number, opts?: ListOptions): Promise<MessageMeta[]>;
   /** Flags, MODSEQ and size of some messages of a folder (UID order), from a narrow index: no message rows read. */
   listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]>;
+  /**
+   * Like `listStates`, with each message's content address and stored header summary as JSON text (parsed
+   * by the caller only when it has no product of it cached by content: IMAP's ENVELOPE).
+   */
+  listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]>;
   /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
   folderIndex(folderId: number): Promise<FolderIndex>;
   /** The raw source, or null if the message is gone. */

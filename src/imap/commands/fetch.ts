@@ -2,7 +2,7 @@
 // batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
 // in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
 // and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
-import type { MessageMeta, MessageState } from '../../mailstore/types.js';
+import type { MessageMeta, MessageState, MessageSummary } from '../../mailstore/types.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
 import { envelopeFromSummary, summarize } from '../mime/structure.js';
@@ -98,13 +98,14 @@ export async function readRows(s: Session, uids: number[], read: 'state' | 'meta
   const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
   const folderId = s.selected!.folderId;
   // 'state': flags, MODSEQ and size from the narrow index; else the rows (with the header summary).
-  const list = read === 'state' ? await s.store.listStates(folderId, which) : await s.store.listMessages(folderId, { ...which, withSummary: read === 'summary' });
+  const list =
+    read === 'state' ? await s.store.listStates(folderId, which) : read === 'summary' ? await s.store.listSummaries(folderId, which) : await s.store.listMessages(folderId, which);
   for (const m of list) rows.set(m.uid, m);
   return rows;
 }
 
 /** A message's row as FETCH reads it: its state always, the rest when an item needs it. */
-type Row = MessageState & Partial<MessageMeta>;
+type Row = MessageState & Partial<MessageMeta> & { summaryJson?: string };
 
 const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE']);
 
@@ -235,8 +236,8 @@ export const FETCH: CommandSpec<'FETCH'> = {
         if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
         const blobId = meta.blobId ?? '';
         let summary = read === 'state' ? undefined : cache.get(blobId);
-        if (needs.envelope && !summary?.envelope && meta.summary) {
-          const envelope = envelopeFromSummary(meta.summary);
+        if (needs.envelope && !summary?.envelope && meta.summaryJson) {
+          const envelope = envelopeFromSummary(JSON.parse(meta.summaryJson) as MessageSummary);
           summary = { ...summary, envelope };
           cache.set(blobId, summary);
         }
