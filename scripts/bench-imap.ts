@@ -15,7 +15,7 @@
 // cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
 // server process's RSS before, at peak and after the run (sampled every 100 ms).
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -269,6 +269,16 @@ function sample(i: number, n: number): Buffer {
   );
 }
 
+/** Anonymous (heap, malloc arenas), file-backed (mapped code, sqlite's shared memory) and shared RSS, from /proc (Linux). */
+function rssKinds(): string {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    return ['RssAnon', 'RssFile', 'RssShmem'].map((k) => `${k} ${(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024).toFixed(0)} MB`).join(', ');
+  } catch {
+    return 'n/a';
+  }
+}
+
 async function serverMain(o: Options): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
   const { startAppliance } = await import('../src/appliance.js');
@@ -292,7 +302,7 @@ async function serverMain(o: Options): Promise<void> {
     }
     await Promise.all(batch);
   }
-  console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s; RSS ${rssKinds()}`);
 
   collectGarbage();
   const memBefore = process.memoryUsage();
@@ -372,6 +382,7 @@ async function serverMain(o: Options): Promise<void> {
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   console.log(`server RSS: ${mb(rssBefore)} before, peak ${mb(peakRss)}, ${mb(avg(samples.slice(0, half)))} avg first half, ${mb(avg(samples.slice(half)))} avg second half, ${mb(avg(tail))} at the end`);
   console.log(`server JS heap after a full GC: ${mb(heapBefore)} before the run, ${mb(heapAfter)} after (sessions closed)`);
+  console.log(`server RSS by kind at the end (/proc/self/status): ${rssKinds()}`);
   console.log(`server memory outside the JS heap after a full GC: buffers ${mb(memBefore.arrayBuffers)} → ${mb(memAfter.arrayBuffers)}, heap reserved ${mb(memBefore.heapTotal)} → ${mb(memAfter.heapTotal)}, RSS ${mb(memBefore.rss)} → ${mb(memAfter.rss)}`);
   await appliance.stop();
   if (!o.keep) rmSync(dataDir, { recursive: true, force: true });
