@@ -89,17 +89,22 @@ class FetchOutput {
  * (FETCH 1:* and the like), else a list of UIDs. Messages no longer in the store are missing.
  */
 export async function readRows(s: Session, uids: number[], read: 'state'): Promise<Map<number, MessageState>>;
-export async function readRows(s: Session, uids: number[], read: 'state' | 'meta' | 'summary'): Promise<Map<number, Row>>;
-export async function readRows(s: Session, uids: number[], read: 'state' | 'meta' | 'summary'): Promise<Map<number, Row>> {
+export async function readRows(s: Session, uids: number[], read: ReadMode): Promise<Map<number, Row>>;
+export async function readRows(s: Session, uids: number[], read: ReadMode): Promise<Map<number, Row>> {
   const rows = new Map<number, Row>();
   if (uids.length === 0) return rows;
   const first = uids[0]!;
   const last = uids[uids.length - 1]!;
   const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
   const folderId = s.selected!.folderId;
-  // 'state': flags, MODSEQ and size from the narrow index; else the rows (with the header summary).
+  // 'state': flags, MODSEQ and size from the narrow index; 'summary': with the header summary's JSON; 'meta'
+  // (and 'meta+summary'): whole rows.
   const list =
-    read === 'state' ? await s.store.listStates(folderId, which) : read === 'summary' ? await s.store.listSummaries(folderId, which) : await s.store.listMessages(folderId, which);
+    read === 'state'
+      ? await s.store.listStates(folderId, which)
+      : read === 'summary'
+        ? await s.store.listSummaries(folderId, which)
+        : await s.store.listMessages(folderId, { ...which, withSummary: read === 'meta+summary' });
   for (const m of list) rows.set(m.uid, m);
   return rows;
 }
@@ -107,7 +112,17 @@ export async function readRows(s: Session, uids: number[], read: 'state' | 'meta
 /** A message's row as FETCH reads it: its state always, the rest when an item needs it. */
 type Row = MessageState & Partial<MessageMeta> & { summaryJson?: string };
 
+type ReadMode = 'state' | 'summary' | 'meta' | 'meta+summary';
+
 const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE']);
+
+/** The cheapest read that answers these items. */
+function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
+  const simple = (names: Set<string>) => items.every((i) => i.kind === 'simple' && names.has(i.name));
+  if (simple(STATE_ITEMS)) return 'state';
+  if (simple(new Set([...STATE_ITEMS, 'ENVELOPE']))) return 'summary';
+  return needs.envelope && !needs.raw && !needs.structure ? 'meta+summary' : 'meta';
+}
 
 /** Appends `* seq FETCH (...)` for one message. */
 function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
@@ -200,7 +215,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
     const sendsFlags = items.some((i) => i.kind === 'simple' && i.name === 'FLAGS');
     const knownOnly = items.every((i) => i.kind === 'simple' && (i.name === 'UID' || i.name === 'MODSEQ'));
     let gone = false;
-    const read = items.every((i) => i.kind === 'simple' && STATE_ITEMS.has(i.name)) ? 'state' : needs.envelope && !needs.raw && !needs.structure ? 'summary' : 'meta';
+    const read = readModeOf(items, needs);
     // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
     // one range scan; raw sources one message at a time and only when an item needs them.
     for (let b = 0; b < positions.length && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
@@ -236,8 +251,8 @@ export const FETCH: CommandSpec<'FETCH'> = {
         if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
         const blobId = meta.blobId ?? '';
         let summary = read === 'state' ? undefined : cache.get(blobId);
-        if (needs.envelope && !summary?.envelope && meta.summaryJson) {
-          const envelope = envelopeFromSummary(JSON.parse(meta.summaryJson) as MessageSummary);
+        if (needs.envelope && !summary?.envelope && (meta.summary || meta.summaryJson)) {
+          const envelope = envelopeFromSummary(meta.summary ?? (JSON.parse(meta.summaryJson!) as MessageSummary));
           summary = { ...summary, envelope };
           cache.set(blobId, summary);
         }
