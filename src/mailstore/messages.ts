@@ -113,7 +113,7 @@ export function createMessageOps(core: Core) {
       return q.select(columns).orderBy('uid') as unknown as Promise<T[]>;
     };
     const rows = opts.uids ? (await selectIn<T, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
-    for (const r of rows as Array<T & { flags: unknown }>) r.flags = decodeFlags(r.flags as string);
+    for (const r of rows as Array<T & { flags?: unknown }>) if (r.flags !== undefined) r.flags = decodeFlags(r.flags as string);
     return rows;
   }
 
@@ -132,11 +132,11 @@ export function createMessageOps(core: Core) {
     },
 
     listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]> {
-      return leanRows<MessageState>(folderId, opts, 'mail_messages INDEXED BY mail_messages_state', ['uid', 'modseq', 'flags', 'size']);
+      return leanRows<MessageState>(folderId, opts, 'mail_messages INDEXED BY mail_messages_state', ['uid', 'modseq', 'flags', 'size', 'blob_id AS blobId']);
     },
 
     listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]> {
-      return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'modseq', 'flags', 'size', 'blob_id AS blobId', 'summary AS summaryJson']);
+      return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'summary AS summaryJson']);
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {

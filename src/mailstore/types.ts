@@ -131,11 +131,14 @@ export interface MessageSummary {
   headerSize: number;
 }
 
-/** The part of a message's metadata that changes (and its size): what IMAP reads for FLAGS and SEARCH. */
-export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size'>;
+/** The part of a message's metadata that changes, its size and content address: what IMAP reads per command. */
+export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size' | 'blobId'>;
 
-/** A message's state with its content address and its header summary (JSON of a MessageSummary). */
-export type SummaryRow = MessageState & { blobId: string; summaryJson: string };
+/** A message's stored header summary (JSON of a MessageSummary). */
+export interface SummaryRow {
+  uid: number;
+  summaryJson: string;
+}
 
 export interface ListOptions {
   /** Only messages with a greater MODSEQ. */
@@ -287,12 +290,9 @@ export interface MailStore {
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */
   listMessages(folderId: number, opts?: ListOptions): Promise<MessageMeta[]>;
-  /** Flags, MODSEQ and size of some messages of a folder (UID order), from a narrow index: no message rows read. */
+  /** Flags, MODSEQ, size and content address of some messages of a folder (UID order), from an index: no message rows read. */
   listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]>;
-  /**
-   * Like `listStates`, with each message's content address and stored header summary as JSON text (parsed
-   * by the caller only when it has no product of it cached by content: IMAP's ENVELOPE).
-   */
+  /** The stored header summaries of some messages, as JSON text (IMAP reads them only for contents whose ENVELOPE it has not cached). */
   listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]>;
   /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
   folderIndex(folderId: number): Promise<FolderIndex>;

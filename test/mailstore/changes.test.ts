@@ -37,5 +37,6 @@ t.test('pruneChanges keeps the window; syncChanges answers null below what was p
   t.same([...index.uids], [1, 3]);
   t.equal(index.firstUnseenUid, 3);
   t.equal(index.cursor, recent.at(-1)!.modseq, 'the cursor is the mailbox MODSEQ');
-  t.same(await store.listStates(inbox.id, { uidRange: [1, 3] }), (await store.listMessages(inbox.id)).map((m) => ({ uid: m.uid, modseq: m.modseq, flags: m.flags, size: m.size })));
+  t.same(await store.listStates(inbox.id, { uidRange: [1, 3] }), (await store.listMessages(inbox.id)).map((m) => ({ uid: m.uid, modseq: m.modseq, flags: m.flags, size: m.size, blobId: m.blobId })));
+  t.same(await store.listSummaries(inbox.id, { uids: [3] }), [{ uid: 3, summaryJson: JSON.stringify((await store.listMessages(inbox.id, { uids: [3], withSummary: true }))[0]!.summary) }]);
 });

@@ -97,15 +97,22 @@ export async function readRows(s: Session, uids: number[], read: ReadMode): Prom
   const last = uids[uids.length - 1]!;
   const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
   const folderId = s.selected!.folderId;
-  // 'state': flags, MODSEQ and size from the narrow index; 'summary': with the header summary's JSON; 'meta'
-  // (and 'meta+summary'): whole rows.
-  const list =
-    read === 'state'
-      ? await s.store.listStates(folderId, which)
-      : read === 'summary'
-        ? await s.store.listSummaries(folderId, which)
-        : await s.store.listMessages(folderId, { ...which, withSummary: read === 'meta+summary' });
+  // 'state': flags, MODSEQ, size and content address from an index; 'summary': the same, then the header
+  // summaries of the contents whose ENVELOPE is not cached; 'meta' (and 'meta+summary'): whole rows.
+  const list = read === 'state' || read === 'summary' ? await s.store.listStates(folderId, which) : await s.store.listMessages(folderId, { ...which, withSummary: read === 'meta+summary' });
   for (const m of list) rows.set(m.uid, m);
+  if (read === 'summary') {
+    const missing = list.filter((m) => !s.deps.summaries.get(m.blobId)?.envelope).map((m) => m.uid);
+    if (missing.length) {
+      const lo = missing[0]!;
+      const hi = missing[missing.length - 1]!;
+      const some = hi - lo + 1 <= missing.length * 2 ? { uidRange: [lo, hi] as [number, number] } : { uids: missing };
+      for (const r of await s.store.listSummaries(folderId, some)) {
+        const row = rows.get(r.uid);
+        if (row) row.summaryJson = r.summaryJson;
+      }
+    }
+  }
   return rows;
 }
 
@@ -244,7 +251,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
             continue;
           }
           const seq = view.seqOf(uid);
-          const known: Row = { uid, modseq: view.modseqAt(seq - 1), flags: [], size: 0 };
+          const known: Row = { uid, modseq: view.modseqAt(seq - 1), flags: [], size: 0, blobId: '' };
           if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, seq, known, items, undefined, null, null, false);
           continue;
         }
