@@ -31,6 +31,8 @@ t.test('two sessions see each other at the moments RFC 3501 allows', async (t) =
   const during = await a.command('a4', 'FETCH 1:* (UID)');
   t.notMatch(during, /EXPUNGE/, 'no EXPUNGE while FETCH runs');
   t.match(during, /\* 2 FETCH \(UID 2\)/, 'the expunged message keeps its number until announced');
+  const flags = await a.command('a4b', 'FETCH 1:3 (FLAGS)');
+  t.match(flags, /\* 1 FETCH \(FLAGS \(\\Flagged\)\)\r\n\* 3 FETCH \(FLAGS \(\)\)\r\na4b NO \[EXPUNGEISSUED\] /, 'its flags are gone: the others answered, then NO [EXPUNGEISSUED] (RFC 2180 §4.1.2)');
   t.notMatch(await a.command('a5', 'STORE 1 -FLAGS.SILENT (\\Flagged)'), /EXPUNGE/, 'nor during STORE');
   t.notMatch(await a.command('a6', 'UID SEARCH ALL'), /EXPUNGE/, 'nor during SEARCH');
   t.match(await a.command('a7', 'NOOP'), /\* 2 EXPUNGE\r\n/, 'announced at NOOP');
