@@ -4,7 +4,10 @@
 // random message, UID STORE of flags and IDLE (ended by DONE after a new delivery or 500 ms), while one
 // message is delivered every 100 ms.
 //
-//   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep]
+//   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep] [--profile file.cpuprofile]
+//
+// --profile writes a V8 CPU profile of the server process covering the idle-server FETCH 1:* runs (cold and
+// warm, from the client's connect to its last response); open it in Chrome DevTools or speedscope.
 //
 // The clients run in a child process (own CPU time, own memory), over implicit TLS, with a small
 // literal-aware client so the figures are the server's, not a client library's parsing. Printed: the time of
@@ -12,7 +15,8 @@
 // cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
 // server process's RSS before, at peak and after the run (sampled every 100 ms).
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -31,10 +35,11 @@ interface Options {
   sessions: number;
   seconds: number;
   keep: boolean;
+  profile: string | null;
 }
 
 function parseArgs(argv: string[]): Options & { client: boolean; port: number } {
-  const o = { n: 10_000, sessions: 20, seconds: 20, keep: false, client: false, port: 0 };
+  const o: Options & { client: boolean; port: number } = { n: 10_000, sessions: 20, seconds: 20, keep: false, profile: null, client: false, port: 0 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
     const value = () => Number(inline ?? argv[++i]);
@@ -42,6 +47,7 @@ function parseArgs(argv: string[]): Options & { client: boolean; port: number } 
     else if (flag === '--sessions') o.sessions = value();
     else if (flag === '--seconds') o.seconds = value();
     else if (flag === '--keep') o.keep = true;
+    else if (flag === '--profile') o.profile = inline ?? argv[++i]!;
     else if (flag === '--client') o.client = true;
     else if (flag === '--port') o.port = value();
     else throw new Error(`unknown option ${flag}`);
@@ -163,12 +169,20 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
   await solo.run('SELECT INBOX');
   const fetchAll: number[] = [];
   let fetched = 0;
+  // The server notes its CPU time at each mark (acknowledged before the next command is sent).
+  const mark = () =>
+    new Promise<void>((resolve) => {
+      process.once('message', () => resolve());
+      send({ mark: true });
+    });
   for (let i = 0; i < 3; i++) {
+    await mark();
     const t0 = performance.now();
     const r = await solo.run('FETCH 1:* (FLAGS ENVELOPE)');
     fetchAll.push(performance.now() - t0);
     fetched = r.untagged;
   }
+  await mark();
   solo.close();
   send({ fetchAll, fetched });
 
@@ -255,11 +269,21 @@ function sample(i: number, n: number): Buffer {
   );
 }
 
+/** Anonymous (heap, malloc arenas), file-backed (mapped code, sqlite's shared memory) and shared RSS, from /proc (Linux). */
+function rssKinds(): string {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    return ['RssAnon', 'RssFile', 'RssShmem'].map((k) => `${k} ${(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024).toFixed(0)} MB`).join(', ');
+  } catch {
+    return 'n/a';
+  }
+}
+
 async function serverMain(o: Options): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
   const { startAppliance } = await import('../src/appliance.js');
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-imap-'));
-  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, imapPort: 0, imapsPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', rateLimits: false });
+  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', rateLimits: false });
   const appliance = await startAppliance({ config });
   const { ctx } = appliance;
   const teamId = appliance.bootstrap!.team.id;
@@ -278,7 +302,7 @@ async function serverMain(o: Options): Promise<void> {
     }
     await Promise.all(batch);
   }
-  console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`filled INBOX: ${o.n} messages, ${(bytes / 1024 / 1024).toFixed(1)} MB, in ${((Date.now() - t0) / 1000).toFixed(1)} s; RSS ${rssKinds()}`);
 
   collectGarbage();
   const memBefore = process.memoryUsage();
@@ -291,6 +315,15 @@ async function serverMain(o: Options): Promise<void> {
     samples.push(rss);
     peakRss = Math.max(peakRss, rss);
   }, 100);
+  let profiler: inspector.Session | null = null;
+  if (o.profile) {
+    profiler = new inspector.Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  const marks: NodeJS.CpuUsage[] = [];
+  let runCpu = process.cpuUsage();
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
   const inFlight = new Set<Promise<unknown>>();
@@ -299,11 +332,26 @@ async function serverMain(o: Options): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
-    child.on('message', (m: { fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+      if (m.mark) {
+        marks.push(process.cpuUsage());
+        child.send({ ack: true });
+      }
       if (m.fetchAll) {
+        const cpu = marks.slice(1).map((c, i) => (c.user + c.system - marks[i]!.user - marks[i]!.system) / 1000);
+        if (profiler) {
+          const session = profiler;
+          profiler = null;
+          void session.post('Profiler.stop').then(({ profile }) => {
+            writeFileSync(o.profile!, JSON.stringify(profile));
+            console.log(`CPU profile of the idle-server FETCHes written to ${o.profile}`);
+            session.disconnect();
+          });
+        }
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
-        console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm`);
+        console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm (wall); server CPU ${cpu.map((x) => x.toFixed(0)).join(' / ')} ms; load ${os.loadavg()[0]!.toFixed(2)}`);
         t0 = Date.now();
+        runCpu = process.cpuUsage();
         delivering = setInterval(() => {
           const p = ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]);
           inFlight.add(p);
@@ -312,6 +360,9 @@ async function serverMain(o: Options): Promise<void> {
       }
       if (m.lat) {
         if (delivering) clearInterval(delivering);
+        const used = process.cpuUsage(runCpu);
+        const ops = Object.values(m.lat).reduce((n, l) => n + l.length, 0);
+        console.log(`server CPU during the mixed run: ${((used.user + used.system) / 1000).toFixed(0)} ms for ${ops} commands (${((used.user + used.system) / 1000 / ops).toFixed(2)} ms a command, deliveries included); load ${os.loadavg()[0]!.toFixed(2)}`);
         console.log(`mixed run: ${o.sessions} sessions for ${m.seconds!.toFixed(1)} s, ${extra} deliveries meanwhile`);
         console.log('command                              ops/s     p50 ms    p99 ms');
         for (const [name, list] of Object.entries(m.lat)) {
@@ -331,6 +382,7 @@ async function serverMain(o: Options): Promise<void> {
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   console.log(`server RSS: ${mb(rssBefore)} before, peak ${mb(peakRss)}, ${mb(avg(samples.slice(0, half)))} avg first half, ${mb(avg(samples.slice(half)))} avg second half, ${mb(avg(tail))} at the end`);
   console.log(`server JS heap after a full GC: ${mb(heapBefore)} before the run, ${mb(heapAfter)} after (sessions closed)`);
+  console.log(`server RSS by kind at the end (/proc/self/status): ${rssKinds()}`);
   console.log(`server memory outside the JS heap after a full GC: buffers ${mb(memBefore.arrayBuffers)} → ${mb(memAfter.arrayBuffers)}, heap reserved ${mb(memBefore.heapTotal)} → ${mb(memAfter.heapTotal)}, RSS ${mb(memBefore.rss)} → ${mb(memAfter.rss)}`);
   await appliance.stop();
   if (!o.keep) rmSync(dataDir, { recursive: true, force: true });

@@ -217,7 +217,7 @@ async function place(
     m.used += item.size;
     messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary });
     const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
-    changes.push(changeRow(m.id, change));
+    changes.push(changeRow(m.id, change, core.clock.now().getTime()));
     pending.push({ mailboxId: m.id, change });
     copies.push({ mailboxId: m.id, folderId: f.row.id, uidValidity: f.row.uid_validity, uid });
   }

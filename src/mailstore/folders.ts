@@ -99,7 +99,7 @@ export function createFolderOps(core: Core) {
         await removeMessages(trx, m, messages); // no expunge changes: the folder's `deleted` change says it all
         await trx('mail_folders').where({ id: row.id }).delete();
         const change: Change = { modseq: nextModseq(m), folderId: row.id, kind: 'folder', change: 'deleted', path: p };
-        await trx('mail_changes').insert(changeRow(m.id, change));
+        await trx('mail_changes').insert(changeRow(m.id, change, core.clock.now().getTime()));
         pending.push({ mailboxId, change });
         await saveMailboxes(core, trx, [m]);
       });
@@ -126,7 +126,7 @@ export function createFolderOps(core: Core) {
             await trx('mail_folders').where({ id: created.id }).update({ uid_next: row.uid_next, highest_modseq: modseq });
             await trx('mail_folders').where({ id: row.id }).update({ highest_modseq: modseq });
             const changes = uids.map((uid): Change => ({ modseq, folderId: row.id, kind: 'expunge', uid }));
-            for (let i = 0; i < changes.length; i += 4000) await trx('mail_changes').insert(changes.slice(i, i + 4000).map((c) => changeRow(mailboxId, c)));
+            for (let i = 0; i < changes.length; i += 4000) await trx('mail_changes').insert(changes.slice(i, i + 4000).map((c) => changeRow(mailboxId, c, core.clock.now().getTime())));
             pending.push(...changes.map((change) => ({ mailboxId, change })));
           }
           await saveMailboxes(core, trx, [m]);
@@ -144,7 +144,7 @@ export function createFolderOps(core: Core) {
           const path = dst + f.path.slice(src.length);
           await trx('mail_folders').where({ id: f.id }).update({ path });
           const change: Change = { modseq, folderId: f.id, kind: 'folder', change: 'renamed', path };
-          await trx('mail_changes').insert(changeRow(mailboxId, change));
+          await trx('mail_changes').insert(changeRow(mailboxId, change, core.clock.now().getTime()));
           pending.push({ mailboxId, change });
         }
         await saveMailboxes(core, trx, [m]);

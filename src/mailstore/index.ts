@@ -21,6 +21,9 @@ import { createMessageOps } from './messages.js';
 import { toChange, type ChangeRow, type Core } from './rows.js';
 import type { Change, MailStore } from './types.js';
 
+/** Changes deleted per `pruneChanges` call (one short transaction). */
+export const CHANGE_PRUNE_BATCH = 5_000;
+
 export * from './types.js';
 export { planDelivery } from './filters.js';
 export { parseHeaders, summarize, headerSize } from './headers.js';
@@ -35,6 +38,10 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
   feed.setMaxListeners(0);
   const core: Core = { db: opts.db, reads: readsOf(opts.db), clock: opts.clock, feed, directory: new Signal() };
   const writer = createDeliveryWriter(core);
+  async function changesSince(mailboxId: number, modseq: number): Promise<Change[]> {
+    const rows = (await core.reads('mail_changes').where({ mailbox_id: mailboxId }).andWhere('modseq', '>', modseq).orderBy('modseq').orderBy('id')) as ChangeRow[];
+    return rows.map(toChange);
+  }
   return {
     ...createAccountOps(core),
     ...createFolderOps(core),
@@ -42,9 +49,49 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     deliver: writer.deliver,
     append: writer.append,
 
-    async changesSince(mailboxId: number, modseq: number): Promise<Change[]> {
-      const rows = (await core.reads('mail_changes').where({ mailbox_id: mailboxId }).andWhere('modseq', '>', modseq).orderBy('modseq').orderBy('id')) as ChangeRow[];
-      return rows.map(toChange);
+    changesSince,
+
+    async syncChanges(mailboxId: number, modseq: number): Promise<Change[] | null> {
+      // Changes first, then the prune mark: a prune that ran before the first read is seen by the second.
+      const changes = await changesSince(mailboxId, modseq);
+      const box = (await core.reads('mailboxes').where({ id: mailboxId }).first('changes_pruned_modseq')) as { changes_pruned_modseq: number } | undefined;
+      return box && modseq < box.changes_pruned_modseq ? null : changes;
+    },
+
+    async pruneChanges(before: Date, limit = CHANGE_PRUNE_BATCH): Promise<number> {
+      const cutoff = before.getTime();
+      return opts.db.transaction(async (trx) => {
+        // Ids ascend with time (one writer), so what is older than the cutoff is a prefix of the table in id
+        // order: read the first `limit` rows and keep those before the first one inside the window (rows from
+        // before migration 009 have no time and count as old). Cost ∝ rows deleted, no index on the time.
+        const head = (await trx('mail_changes').orderBy('id').limit(limit).select('id', 'mailbox_id', 'modseq', 'created_ms')) as Array<{
+          id: number;
+          mailbox_id: number;
+          modseq: number;
+          created_ms: number | null;
+        }>;
+        const marks = new Map<number, number>();
+        let lastId = 0;
+        let n = 0;
+        for (const r of head) {
+          if (r.created_ms !== null && r.created_ms >= cutoff) break;
+          lastId = r.id;
+          n++;
+          marks.set(r.mailbox_id, Math.max(marks.get(r.mailbox_id) ?? 0, r.modseq));
+        }
+        if (n === 0) return 0;
+        for (const [id, modseq] of marks) {
+          await trx('mailboxes').where({ id }).andWhere('changes_pruned_modseq', '<', modseq).update({ changes_pruned_modseq: modseq });
+        }
+        await trx('mail_changes').where('id', '<=', lastId).delete();
+        return n;
+      });
+    },
+
+    async hasChangesBefore(before: Date): Promise<boolean> {
+      // The oldest change is the first by id (ids ascend with time).
+      const first = (await core.reads('mail_changes').orderBy('id').first('created_ms')) as { created_ms: number | null } | undefined;
+      return first !== undefined && (first.created_ms === null || first.created_ms < before.getTime());
     },
 
     onChange(mailboxId: number, listener: (change: Change) => void): () => void {

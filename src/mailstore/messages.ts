@@ -2,7 +2,7 @@
 // expunge. Each change is one transaction that takes one MODSEQ of the mailbox for the whole operation and
 // writes a change row per message.
 import type { Tx } from '../db/index.js';
-import { applyFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
+import { applyFlags, decodeFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
 import {
   announce,
   changeRow,
@@ -21,13 +21,13 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type MessageMeta } from './types.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SummaryRow } from './types.js';
 
 /**
  * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
  * With `expunge`, writes an expunge change per message at that MODSEQ.
  */
-export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[], expunge?: { modseq: number; pending: Pending[] }): Promise<void> {
+export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[], expunge?: { modseq: number; pending: Pending[]; at: number }): Promise<void> {
   if (rows.length === 0) return;
   const byFolder = new Map<number, number[]>();
   for (const r of rows) {
@@ -43,7 +43,7 @@ export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[
   // The sources' reference counts follow by trigger (migration 006).
   if (expunge) {
     const changes = rows.map((r): Change => ({ modseq: expunge.modseq, folderId: r.folder_id, kind: 'expunge', uid: r.uid }));
-    await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+    await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, expunge.at)));
     expunge.pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
     for (const folderId of byFolder.keys()) await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: expunge.modseq });
   }
@@ -55,7 +55,7 @@ async function messagesOf(trx: Tx, folderId: number, uids: number[]): Promise<Me
 }
 
 /** Inserts copies of `rows` at the end of `dest` (new UIDs, same flags, dates and blobs); one MODSEQ. */
-async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: MailboxState, pending: Pending[], checkQuota: boolean): Promise<Array<[number, number]>> {
+async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: MailboxState, pending: Pending[], checkQuota: boolean, at: number): Promise<Array<[number, number]>> {
   if (rows.length === 0) return [];
   const total = rows.reduce((n, r) => n + r.size, 0);
   if (checkQuota && m.quota > 0 && m.used + total > m.quota) throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
@@ -72,7 +72,7 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   await insertRows(trx, 'mail_messages', inserts);
   await trx('mail_folders').where({ id: dest.id }).update({ uid_next: uid, highest_modseq: modseq });
   const changes = inserts.map((r): Change => ({ modseq, folderId: dest.id, kind: 'append', uid: r.uid }));
-  await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+  await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, at)));
   pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
   return pairs;
 }
@@ -94,26 +94,77 @@ export function createMessageOps(core: Core) {
       const rows = await messagesOf(trx, folderId, uids);
       if (move && folderId === toFolderId) throw new MailStoreError('Cannot move messages into their own folder', 'invalid');
       // A move inside one mailbox does not change its usage: no quota check.
-      const pairs = await copyInto(trx, rows, dest, destBox, pending, !(move && srcBox === destBox));
+      const at = core.clock.now().getTime();
+      const pairs = await copyInto(trx, rows, dest, destBox, pending, !(move && srcBox === destBox), at);
       if (move && rows.length > 0) {
-        await removeMessages(trx, srcBox, rows, { modseq: srcBox === destBox ? srcBox.modseq : nextModseq(srcBox), pending });
+        await removeMessages(trx, srcBox, rows, { modseq: srcBox === destBox ? srcBox.modseq : nextModseq(srcBox), pending, at });
       }
       await saveMailboxes(core, trx, srcBox === destBox ? [srcBox] : [srcBox, destBox]);
       return { uidValidity: dest.uid_validity, pairs };
     });
   }
 
+  /** Rows as the driver gives them, flags decoded in place (no second object per row: these run per FETCH). */
+  async function leanRows<T extends { uid: number }>(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }, from: string, columns: string[]): Promise<T[]> {
+    const run = (uids?: number[]) => {
+      const q = core.reads.from(core.reads.raw(from)).where('folder_id', folderId);
+      if (opts.uidRange) q.andWhere('uid', '>=', opts.uidRange[0]).andWhere('uid', '<=', opts.uidRange[1]);
+      if (uids) q.whereIn('uid', uids);
+      return q.select(columns).orderBy('uid') as unknown as Promise<T[]>;
+    };
+    const rows = opts.uids ? (await selectIn<T, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
+    for (const r of rows as Array<T & { flags?: unknown }>) if (r.flags !== undefined) r.flags = decodeFlags(r.flags as string);
+    return rows;
+  }
+
   return {
-    async listMessages(folderId: number, opts: { changedSince?: number; withSummary?: boolean; uids?: number[] } = {}): Promise<MessageMeta[]> {
+    async listMessages(folderId: number, opts: ListOptions = {}): Promise<MessageMeta[]> {
       const run = (uids?: number[]) => {
         const q = core.reads('mail_messages').where('folder_id', folderId);
         if (opts.changedSince !== undefined) q.andWhere('modseq', '>', opts.changedSince);
+        if (opts.uidRange) q.andWhere('uid', '>=', opts.uidRange[0]).andWhere('uid', '<=', opts.uidRange[1]);
         if (uids) q.whereIn('uid', uids);
         q.select(opts.withSummary ? [...META_COLUMNS, 'summary'] : META_COLUMNS);
         return q.orderBy('uid') as unknown as Promise<MessageRow[]>;
       };
       const rows = opts.uids ? (await selectIn<MessageRow, number>(unique(opts.uids), run)).sort((a, b) => a.uid - b.uid) : await run();
       return rows.map(toMeta);
+    },
+
+    listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]> {
+      return leanRows<MessageState>(folderId, opts, 'mail_messages INDEXED BY mail_messages_state', ['uid', 'modseq', 'flags', 'size', 'blob_id AS blobId']);
+    },
+
+    listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]> {
+      return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'summary AS summaryJson']);
+    },
+
+    async folderIndex(folderId: number): Promise<FolderIndex> {
+      // The mailbox's MODSEQ first: every change up to it is in the rows read next (a later one may be too,
+      // which a caller syncing from this cursor sees again and ignores).
+      const box = (await core.reads('mail_folders as f').join('mailboxes as m', 'm.id', 'f.mailbox_id').where('f.id', folderId).first('m.highest_modseq')) as
+        | { highest_modseq: number }
+        | undefined;
+      // Covering index mail_messages_state (migration 009): ~20 bytes a message, not the rows.
+      const rows = (await core.reads.raw('SELECT uid, modseq, flags FROM mail_messages INDEXED BY mail_messages_state WHERE folder_id = ? ORDER BY uid', [folderId])) as Array<{
+        uid: number;
+        modseq: number;
+        flags: string;
+      }>;
+      const uids = new Uint32Array(rows.length);
+      const modseqs = new Float64Array(rows.length);
+      const flagSets = new Set<string>();
+      let firstUnseenUid = 0;
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i]!;
+        uids[i] = r.uid;
+        modseqs[i] = r.modseq;
+        if (r.flags) flagSets.add(r.flags);
+        if (!firstUnseenUid && !(' ' + r.flags + ' ').includes(' \\Seen ')) firstUnseenUid = r.uid;
+      }
+      const keywords = new Set<string>();
+      for (const set of flagSets) for (const f of decodeFlags(set)) if (!f.startsWith('\\')) keywords.add(f);
+      return { uids, modseqs, firstUnseenUid, keywords: [...keywords], cursor: box?.highest_modseq ?? 0 };
     },
 
     async readMessage(folderId: number, uid: number): Promise<Buffer | null> {
@@ -158,7 +209,7 @@ export function createMessageOps(core: Core) {
         }
         await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: modseq });
         const changes = changed.map((c): Change => ({ modseq, folderId, kind: 'flags', uid: c.row.uid, flags: c.flags }));
-        await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c)));
+        await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, core.clock.now().getTime())));
         pending.push(...changes.map((ch) => ({ mailboxId: m.id, change: ch })));
         await saveMailboxes(core, trx, [m]);
         return { updated: changed.map((c) => toMeta({ ...c.row, flags: encodeFlags(c.flags), modseq, summary: undefined })), modified };
@@ -181,7 +232,7 @@ export function createMessageOps(core: Core) {
           ? await messagesOf(trx, folderId, uids)
           : ((await trx('mail_messages').where({ folder_id: folderId }).andWhereRaw("(' ' || flags || ' ') LIKE '% \\Deleted %'").orderBy('uid')) as MessageRow[]);
         if (rows.length === 0) return [];
-        await removeMessages(trx, m, rows, { modseq: nextModseq(m), pending });
+        await removeMessages(trx, m, rows, { modseq: nextModseq(m), pending, at: core.clock.now().getTime() });
         await saveMailboxes(core, trx, [m]);
         return rows.map((r) => r.uid);
       });

@@ -63,6 +63,8 @@ export const META_COLUMNS = ['folder_id', 'uid', 'modseq', 'flags', 'internal_da
 
 export interface ChangeRow {
   mailbox_id: number;
+  /** When written (ms since the epoch; null for rows older than migration 009). Not part of a Change. */
+  created_ms?: number | null;
   modseq: number;
   folder_id: number;
   kind: Change['kind'];
@@ -155,8 +157,9 @@ export function toChange(row: ChangeRow): Change {
   }
 }
 
-export function changeRow(mailboxId: number, change: Change): ChangeRow {
-  const base = { mailbox_id: mailboxId, modseq: change.modseq, folder_id: change.folderId, kind: change.kind };
+/** The row of a change written at `at` (ms since the epoch, the store's clock). */
+export function changeRow(mailboxId: number, change: Change, at: number): ChangeRow {
+  const base = { mailbox_id: mailboxId, modseq: change.modseq, folder_id: change.folderId, kind: change.kind, created_ms: at };
   switch (change.kind) {
     case 'append':
     case 'expunge':
@@ -331,7 +334,7 @@ export async function insertFolder(
     const [id] = (await trx('mail_folders').insert(row)) as number[];
     const modseq = nextModseq(m);
     const change: Change = { modseq, folderId: id!, kind: 'folder', change: 'created', path: p };
-    await trx('mail_changes').insert(changeRow(m.id, change));
+    await trx('mail_changes').insert(changeRow(m.id, change, core.clock.now().getTime()));
     pending.push({ mailboxId: m.id, change });
     created = { ...row, id: id! };
   }

@@ -86,6 +86,22 @@ export interface MessageMeta {
   summary?: MessageSummary;
 }
 
+/**
+ * What an IMAP session keeps of a folder it opens (SELECT): the UIDs ascending with each message's MODSEQ
+ * (typed arrays: 12 bytes a message), and what SELECT announces. Read from a narrow index, not the rows.
+ */
+export interface FolderIndex {
+  uids: Uint32Array;
+  /** MODSEQ of the message at the same index. */
+  modseqs: Float64Array;
+  /** The first message without \Seen (its UID), or 0. */
+  firstUnseenUid: number;
+  /** Keywords (non-system flags) some message of the folder has. */
+  keywords: string[];
+  /** The mailbox's MODSEQ read before the messages: a `changesSince`/`syncChanges` cursor for this snapshot. */
+  cursor: number;
+}
+
 /** An address of an ENVELOPE field. Groups are flattened into their members (an empty group adds nothing). */
 export interface EnvelopeAddress {
   /** The display name as written (MIME encoded-words kept, quotes removed), or null. */
@@ -113,6 +129,26 @@ export interface MessageSummary {
   messageId: string | null;
   /** Bytes of the header block including the empty line that ends it: the body starts at this offset. */
   headerSize: number;
+}
+
+/** The part of a message's metadata that changes, its size and content address: what IMAP reads per command. */
+export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size' | 'blobId'>;
+
+/** A message's stored header summary (JSON of a MessageSummary). */
+export interface SummaryRow {
+  uid: number;
+  summaryJson: string;
+}
+
+export interface ListOptions {
+  /** Only messages with a greater MODSEQ. */
+  changedSince?: number;
+  /** Include the header summary (`summary`). */
+  withSummary?: boolean;
+  /** Only these UIDs. */
+  uids?: number[];
+  /** Only UIDs in [from, to] (one range scan). */
+  uidRange?: [number, number];
 }
 
 export interface DeliveryTarget {
@@ -253,7 +289,13 @@ export interface MailStore {
 
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */
-  listMessages(folderId: number, opts?: { changedSince?: number; withSummary?: boolean; uids?: number[] }): Promise<MessageMeta[]>;
+  listMessages(folderId: number, opts?: ListOptions): Promise<MessageMeta[]>;
+  /** Flags, MODSEQ, size and content address of some messages of a folder (UID order), from an index: no message rows read. */
+  listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]>;
+  /** The stored header summaries of some messages, as JSON text (IMAP reads them only for contents whose ENVELOPE it has not cached). */
+  listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]>;
+  /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
+  folderIndex(folderId: number): Promise<FolderIndex>;
   /** The raw source, or null if the message is gone. */
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
   append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
@@ -294,7 +336,20 @@ export interface MailStore {
   deleteAlias(id: number): Promise<void>;
 
   // Change feed
+  /** The changes kept with a MODSEQ above `modseq` (older ones may have been pruned: see `syncChanges`). */
   changesSince(mailboxId: number, modseq: number): Promise<Change[]>;
+  /**
+   * Like `changesSince`, or null when the feed was pruned past `modseq` (some change after it may be
+   * missing): the caller then compares its view with `folderIndex` instead.
+   */
+  syncChanges(mailboxId: number, modseq: number): Promise<Change[] | null>;
+  /**
+   * Deletes up to `limit` of the oldest changes written before `before` (all mailboxes; retention), and
+   * records per mailbox the highest MODSEQ dropped. Answers how many were deleted.
+   */
+  pruneChanges(before: Date, limit?: number): Promise<number>;
+  /** True when the feed holds a change written before `before` (retention's cheap look). */
+  hasChangesBefore(before: Date): Promise<boolean>;
   /** Called after every committed change of the mailbox (in this process); returns an unsubscribe function. */
   onChange(mailboxId: number, listener: (change: Change) => void): () => void;
   /**

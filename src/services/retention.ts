@@ -5,6 +5,10 @@
 // held up: after a full batch it runs again at once (other jobs and requests interleave), after a short
 // one it is done. Mailboxes deleted through the API (a soft delete: the address stops receiving and
 // logging in at once) are purged with their messages after MAILBOX_PURGE_GRACE_MS, by the same job.
+// The mail store's change feed (one row per message change, for IMAP sessions' updates) keeps
+// MAIL_CHANGES_WINDOW_MS of changes; older ones are pruned by the same job. A session whose cursor is older
+// than what is kept resynchronises from the messages (`syncChanges` answers null); CONDSTORE's CHANGEDSINCE
+// reads the messages' own MODSEQ, and QRESYNC (which would need old expunges) is not offered.
 import type { AppContext } from '../context.js';
 import { DAY, HOUR } from '../core/clock.js';
 import type { JobOutcome } from '../jobs/queue.js';
@@ -18,12 +22,17 @@ export const RETENTION_INTERVAL_MS = HOUR;
 export const MAILBOX_PURGE_GRACE_MS = 30 * DAY;
 /** Mailboxes purged per job run (each with all its messages, one transaction each). */
 export const MAILBOX_PURGE_BATCH = 10;
+/** How long the mail store's change feed keeps a change. */
+export const MAIL_CHANGES_WINDOW_MS = 7 * DAY;
+/** Changes pruned per job run (one short transaction). */
+export const MAIL_CHANGES_PRUNE_BATCH = 5_000;
 
 const purgeCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAILBOX_PURGE_GRACE_MS);
+const changesCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAIL_CHANGES_WINDOW_MS);
 
-/** Enqueues the retention job when some email has expired or a deleted mailbox is due (the dedupe key keeps one at a time). True when it did. */
+/** Enqueues the retention job when some email has expired, a deleted mailbox is due or old mail store changes are kept (the dedupe key keeps one at a time). True when it did. */
 export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
-  if ((await expiredEmailIds(ctx, 1)).length === 0 && !(await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx)))) return false;
+  if ((await expiredEmailIds(ctx, 1)).length === 0 && !(await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx))) && !(await ctx.mailstore.hasChangesBefore(changesCutoff(ctx)))) return false;
   return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
 }
 
@@ -69,7 +78,9 @@ export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
   if (deleted > 0) ctx.log.info({ deleted }, 'retention: deleted expired emails');
   const purged = await ctx.mailstore.purgeDeletedAccounts(purgeCutoff(ctx), MAILBOX_PURGE_BATCH);
   if (purged > 0) ctx.log.info({ purged }, 'retention: purged deleted mailboxes');
-  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH) return { retryAt: ctx.clock.now() };
+  const pruned = await ctx.mailstore.pruneChanges(changesCutoff(ctx), MAIL_CHANGES_PRUNE_BATCH);
+  if (pruned > 0) ctx.log.info({ pruned }, 'retention: pruned mail store changes');
+  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= MAIL_CHANGES_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
 }
 
 /** The hourly wake-up of a running appliance; returns a stop function. */

@@ -5,6 +5,7 @@ import t from 'tap';
 import { message, setupImap, type ImapFixture, type RawClient } from './setup.js';
 import { startDns } from '../helpers/dns-server.js';
 import { buildMessage, smtpSend } from '../inbound/support.js';
+import { DAY } from '../../src/core/clock.js';
 
 async function session(f: ImapFixture, user: string): Promise<RawClient> {
   const c = await f.raw({ implicit: true });
@@ -30,6 +31,8 @@ t.test('two sessions see each other at the moments RFC 3501 allows', async (t) =
   const during = await a.command('a4', 'FETCH 1:* (UID)');
   t.notMatch(during, /EXPUNGE/, 'no EXPUNGE while FETCH runs');
   t.match(during, /\* 2 FETCH \(UID 2\)/, 'the expunged message keeps its number until announced');
+  const flags = await a.command('a4b', 'FETCH 1:3 (FLAGS)');
+  t.match(flags, /\* 1 FETCH \(FLAGS \(\\Flagged\)\)\r\n\* 3 FETCH \(FLAGS \(\)\)\r\na4b NO \[EXPUNGEISSUED\] /, 'its flags are gone: the others answered, then NO [EXPUNGEISSUED] (RFC 2180 §4.1.2)');
   t.notMatch(await a.command('a5', 'STORE 1 -FLAGS.SILENT (\\Flagged)'), /EXPUNGE/, 'nor during STORE');
   t.notMatch(await a.command('a6', 'UID SEARCH ALL'), /EXPUNGE/, 'nor during SEARCH');
   t.match(await a.command('a7', 'NOOP'), /\* 2 EXPUNGE\r\n/, 'announced at NOOP');
@@ -85,4 +88,32 @@ t.test('IDLE hears mail delivered by the MX listener', async (t) => {
   a.send('DONE\r\n');
   await a.waitFor(/^a2 OK[^\n]*\n/m);
   t.match(await a.command('a3', 'FETCH 1 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])'), /Subject: over SMTP/);
+});
+
+t.test('a session whose cursor is older than the pruned change feed resynchronises from the messages', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  for (let i = 1; i <= 4; i++) await f.store.deliver(message({ subject: `m${i}` }), [{ mailboxId: bob.id }]);
+  const a = await session(f, bob.address);
+  const b = await session(f, bob.address);
+  await a.command('a1', 'ENABLE CONDSTORE');
+  await a.command('a2', 'SELECT INBOX');
+  await b.command('b1', 'SELECT INBOX');
+  await b.command('b2', 'STORE 1 +FLAGS.SILENT (\\Flagged)');
+  await b.command('b3', 'STORE 2 +FLAGS.SILENT (\\Deleted)');
+  await b.command('b4', 'EXPUNGE');
+  await f.store.deliver(message({ subject: 'new' }), [{ mailboxId: bob.id }]);
+  // Everything a has not seen yet falls out of the feed's window.
+  f.app.clock.advance(8 * DAY);
+  let pruned = 0;
+  for (let n; (n = await f.store.pruneChanges(new Date(f.app.clock.now().getTime() - 7 * DAY))) > 0; ) pruned += n;
+  t.ok(pruned > 0);
+  const noop = await a.command('a3', 'NOOP');
+  t.match(noop, /\* 1 FETCH \(FLAGS \(\\Flagged\) UID 1 MODSEQ \(\d+\)\)\r\n/, 'the flag change, from the message rows');
+  t.match(noop, /\* 2 EXPUNGE\r\n/, 'the expunge, by comparing UIDs');
+  t.match(noop, /\* 4 EXISTS\r\n/, 'the new message');
+  t.notMatch(await a.command('a4', 'NOOP'), /FETCH|EXPUNGE|EXISTS/, 'once');
+  t.match(await a.command('a5', 'UID FETCH 1:* (FLAGS) (CHANGEDSINCE 1)'), /\* 1 FETCH \(UID 1 FLAGS \(\\Flagged\) MODSEQ/, 'CHANGEDSINCE reads the messages\' MODSEQ');
+  await b.command('b5', 'STORE 1 -FLAGS.SILENT (\\Flagged)');
+  t.match(await a.command('a6', 'NOOP'), /\* 1 FETCH \(FLAGS \(\) UID 1 MODSEQ/, 'and the feed is followed again afterwards');
 });

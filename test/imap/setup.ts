@@ -1,11 +1,10 @@
 // Boots the real appliance on port 0 and gives IMAP tests what they need: accounts in the store (on a domain
 // inserted directly, as the store tests do), imapflow clients over STARTTLS or implicit TLS, and a raw
 // line client for the syntax corners no library sends.
-import net from 'node:net';
-import tls from 'node:tls';
 import type { Test } from 'tap';
 import { ImapFlow } from 'imapflow';
 import { startTestApp, type TestApp, type TestAppOptions } from '../helpers/app.js';
+import { SocketClient } from '../helpers/socket-client.js';
 import type { MailStore } from '../../src/mailstore/types.js';
 
 export interface ImapFixture {
@@ -89,75 +88,23 @@ export function message(opts: { subject?: string; from?: string; to?: string; bo
 }
 
 /** A line-oriented IMAP client over a raw socket: send exact bytes, read until a tagged response. */
-export class RawClient {
-  private buffer = '';
-  private waiters: Array<() => void> = [];
-  closed = false;
-
-  private constructor(private socket: net.Socket) {
-    this.listen(socket);
-  }
-
+export class RawClient extends SocketClient {
   static async connect(port: number, implicit: boolean): Promise<RawClient> {
-    const socket = implicit ? tls.connect({ port, host: '127.0.0.1', rejectUnauthorized: false }) : net.connect(port, '127.0.0.1');
-    await new Promise<void>((resolve, reject) => {
-      socket.once(implicit ? 'secureConnect' : 'connect', () => resolve());
-      socket.once('error', reject);
-    });
-    const c = new RawClient(socket);
+    const c = new RawClient(await SocketClient.open(port, implicit));
     await c.waitFor(/^\* OK .*\r\n/m);
     return c;
   }
 
-  private listen(socket: net.Socket): void {
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => {
-      this.buffer += d;
-      this.wake();
-    });
-    socket.on('close', () => {
-      this.closed = true;
-      this.wake();
-    });
-    socket.on('error', () => {});
-  }
-
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
-  }
-
-  /** Everything received so far (and clears it). */
-  take(): string {
-    const b = this.buffer;
-    this.buffer = '';
-    return b;
-  }
-
   send(data: string | Buffer): void {
-    this.socket.write(data);
+    this.write(data);
   }
 
   /** Resolves with all text up to and including the first match; rejects if the connection closes first. */
-  async waitFor(re: RegExp): Promise<string> {
-    for (;;) {
-      const m = re.exec(this.buffer);
-      if (m) {
-        const end = m.index + m[0].length;
-        const out = this.buffer.slice(0, end);
-        this.buffer = this.buffer.slice(end);
-        return out;
-      }
-      if (this.closed) throw new Error(`connection closed while waiting for ${re}; got: ${this.buffer}`);
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-  }
-
-  /** Waits for the connection to close; resolves with what was left unread. */
-  async waitClose(): Promise<string> {
-    while (!this.closed) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    return this.take();
+  waitFor(re: RegExp): Promise<string> {
+    return this.until(() => {
+      const m = re.exec(this.received);
+      return m ? this.consume(m.index + m[0].length) : undefined;
+    }, String(re));
   }
 
   /** Sends `tag command` and returns all responses through the tagged one. */
@@ -169,23 +116,11 @@ export class RawClient {
   async starttls(tag = 'S1'): Promise<void> {
     const r = await this.command(tag, 'STARTTLS');
     if (!/ OK /.test(r)) throw new Error(`STARTTLS failed: ${r}`);
-    this.socket.removeAllListeners('data');
-    this.socket.removeAllListeners('close');
-    const secure = tls.connect({ socket: this.socket, rejectUnauthorized: false });
-    await new Promise<void>((resolve, reject) => {
-      secure.once('secureConnect', () => resolve());
-      secure.once('error', reject);
-    });
-    this.socket = secure;
-    this.listen(secure);
+    await this.upgradeTls();
   }
 
   async login(user: string, password = PASSWORD): Promise<void> {
     const r = await this.command('L1', `LOGIN "${user}" "${password}"`);
     if (!/^L1 OK/m.test(r)) throw new Error(`login failed: ${r}`);
-  }
-
-  destroy(): void {
-    this.socket.destroy();
   }
 }

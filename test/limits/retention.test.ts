@@ -1,6 +1,7 @@
 // Email log retention per plan (14/14/30/90 days/unlimited): the retention job deletes expired emails
 // with their recipients, attachments and timeline, in batches of 200 that re-run the job at once, and
-// keeps emails still waiting for delivery. The fake clock moves through the days; the job is enqueued
+// keeps emails still waiting for delivery; the same job purges deleted mailboxes after 30 days and prunes
+// the mail store's change feed to its 7-day window. The fake clock moves through the days; the job is enqueued
 // the way the appliance's hourly wake-up does it and run by draining the queue.
 import t from 'tap';
 import { DAY, MINUTE } from '../../src/core/clock.js';
@@ -129,7 +130,17 @@ t.test('a deleted mailbox keeps its messages for 30 days, then the retention job
   t.equal(await ctx.mailstore.findAccountByAddress('gone@corp.example'), null, 'the address stops at once');
   t.equal((await ctx.db('mail_messages')).length, 1, 'its messages are still there');
 
-  app.clock.advance(30 * DAY - MINUTE);
+  // The mail store's change feed keeps 7 days: after that the job prunes it (and keeps the deleted mailbox).
+  t.ok((await ctx.db('mail_changes')).length > 0);
+  app.clock.advance(7 * DAY - MINUTE);
+  t.equal(await scheduleRetention(ctx), false, 'a minute before 7 days: nothing to do');
+  app.clock.advance(2 * MINUTE);
+  t.equal(await scheduleRetention(ctx), true, 'changes older than 7 days');
+  await ctx.jobs.drain();
+  t.same(await ctx.db('mail_changes'), [], 'the change feed is pruned');
+  t.equal((await ctx.db('mail_messages')).length, 1, 'the messages stay');
+
+  app.clock.advance(23 * DAY - 2 * MINUTE);
   t.equal(await scheduleRetention(ctx), false, 'a minute before 30 days: nothing to do');
   app.clock.advance(2 * MINUTE);
   t.equal(await scheduleRetention(ctx), true);

@@ -8,6 +8,7 @@ import * as limits from './005-limits.js';
 import * as mailstore from './006-mailstore.js';
 import * as inbound from './007-inbound.js';
 import * as submission from './008-submission.js';
+import * as mailstoreState from './009-mailstore-state.js';
 
 export interface Migration {
   name: string;
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: '006-mailstore', ...mailstore },
   { name: '007-inbound', ...inbound },
   { name: '008-submission', ...submission },
+  { name: '009-mailstore-state', ...mailstoreState },
 ];

@@ -13,7 +13,7 @@ async function transfer(s: Session, cmd: { uid: boolean; set: SequenceSet; mailb
   const dest = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
   if (!target || !dest) return no('No such mailbox', 'TRYCREATE');
   if (target.access === 'read') return no('Shared mailbox is read-only', 'NOPERM');
-  const uids = view.positions(cmd.set, cmd.uid).map((p) => view.uids[p]!).filter((u) => !view.pendingExpunge.has(u));
+  const uids = view.positions(cmd.set, cmd.uid).map((p) => view.uid(p)).filter((u) => !view.pendingExpunge.has(u));
   const verb = move ? 'Move' : 'Copy';
   if (uids.length === 0) return ok(`${verb} completed`);
   let res;

@@ -1,7 +1,8 @@
 // tag [UID] FETCH set items [(CHANGEDSINCE n)] (RFC 3501 §6.4.5, §6.4.8; RFC 7162 §3.1.4). Streams in
-// batches: metadata from the session's view, ENVELOPE from the store's header summaries (cached by content),
-// raw sources read one message at a time and only when an item needs them.
-import type { MessageMeta } from '../../mailstore/types.js';
+// batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
+// in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
+// and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
+import type { MessageMeta, MessageState, MessageSummary } from '../../mailstore/types.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
 import { envelopeFromSummary, summarize } from '../mime/structure.js';
@@ -11,7 +12,7 @@ import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
 import type { Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
-import { bad, ok, SELECTED, type CommandSpec } from './types.js';
+import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Needs {
   raw: boolean;
@@ -83,8 +84,55 @@ class FetchOutput {
   }
 }
 
+/**
+ * The store's rows of these messages (UIDs ascending): one range scan when they are dense in the folder
+ * (FETCH 1:* and the like), else a list of UIDs. Messages no longer in the store are missing.
+ */
+export async function readRows(s: Session, uids: number[], read: 'state'): Promise<Map<number, MessageState>>;
+export async function readRows(s: Session, uids: number[], read: ReadMode): Promise<Map<number, Row>>;
+export async function readRows(s: Session, uids: number[], read: ReadMode): Promise<Map<number, Row>> {
+  const rows = new Map<number, Row>();
+  if (uids.length === 0) return rows;
+  const first = uids[0]!;
+  const last = uids[uids.length - 1]!;
+  const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
+  const folderId = s.selected!.folderId;
+  // 'state': flags, MODSEQ, size and content address from an index; 'summary': the same, then the header
+  // summaries of the contents whose ENVELOPE is not cached; 'meta' (and 'meta+summary'): whole rows.
+  const list = read === 'state' || read === 'summary' ? await s.store.listStates(folderId, which) : await s.store.listMessages(folderId, { ...which, withSummary: read === 'meta+summary' });
+  for (const m of list) rows.set(m.uid, m);
+  if (read === 'summary') {
+    const missing = list.filter((m) => !s.deps.summaries.get(m.blobId)?.envelope).map((m) => m.uid);
+    if (missing.length) {
+      const lo = missing[0]!;
+      const hi = missing[missing.length - 1]!;
+      const some = hi - lo + 1 <= missing.length * 2 ? { uidRange: [lo, hi] as [number, number] } : { uids: missing };
+      for (const r of await s.store.listSummaries(folderId, some)) {
+        const row = rows.get(r.uid);
+        if (row) row.summaryJson = r.summaryJson;
+      }
+    }
+  }
+  return rows;
+}
+
+/** A message's row as FETCH reads it: its state always, the rest when an item needs it. */
+type Row = MessageState & Partial<MessageMeta> & { summaryJson?: string };
+
+type ReadMode = 'state' | 'summary' | 'meta' | 'meta+summary';
+
+const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE']);
+
+/** The cheapest read that answers these items. */
+function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
+  const simple = (names: Set<string>) => items.every((i) => i.kind === 'simple' && names.has(i.name));
+  if (simple(STATE_ITEMS)) return 'state';
+  if (simple(new Set([...STATE_ITEMS, 'ENVELOPE']))) return 'summary';
+  return needs.envelope && !needs.raw && !needs.structure ? 'meta+summary' : 'meta';
+}
+
 /** Appends `* seq FETCH (...)` for one message. */
-function renderMessage(out: FetchOutput, seq: number, meta: MessageMeta, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
+function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
   let text = `* ${seq} FETCH (`;
   let flagsSent = false;
   for (let i = 0; i < items.length; i++) {
@@ -102,7 +150,7 @@ function renderMessage(out: FetchOutput, seq: number, meta: MessageMeta, items: 
           flagsSent = true;
           continue;
         case 'INTERNALDATE':
-          text += `INTERNALDATE ${formatInternalDate(meta.internalDate)}`;
+          text += `INTERNALDATE ${formatInternalDate(meta.internalDate!)}`;
           continue;
         case 'RFC822.SIZE':
           text += `RFC822.SIZE ${meta.size}`;
@@ -168,51 +216,53 @@ export const FETCH: CommandSpec<'FETCH'> = {
     }
     items = dedupe(items);
     const needs = needsOf(items, view.readOnly);
-    let positions = view.positions(cmd.set, cmd.uid);
-    if (cmd.changedSince !== null) positions = positions.filter((p) => view.meta(p).modseq > cmd.changedSince!);
+    const positions = view.positions(cmd.set, cmd.uid);
     const cache = s.deps.summaries;
     const out = new FetchOutput(s);
-    // ENVELOPE without raw parsing: the store's header summaries for what the cache lacks, read once for the
-    // command (one range scan of the folder when most of it is asked for).
-    const envelopes = new Map<number, string>();
-    if (needs.envelope && !needs.structure && !needs.raw) {
-      const missing: number[] = [];
-      for (const p of positions) {
-        const uid = view.uids[p]!;
-        const meta = view.metas.get(uid);
-        if (meta && !cache.get(meta.blobId)?.envelope) missing.push(uid);
-      }
-      if (missing.length) {
-        const whole = missing.length > 1000 && missing.length * 2 > view.count;
-        const metas = await s.store.listMessages(view.folderId, whole ? { withSummary: true } : { uids: missing, withSummary: true });
-        for (const m of metas) {
-          if (!m.summary) continue;
-          const envelope = envelopeFromSummary(m.summary);
-          envelopes.set(m.uid, envelope);
-          cache.set(m.blobId, { ...cache.get(m.blobId), envelope });
-        }
-      }
-    }
-    for (let b = 0; b < positions.length && s.state !== 'logout'; b += FETCH_BATCH) {
-      const batch = positions.map((p) => view.uids[p]!).slice(b, b + FETCH_BATCH).filter((uid) => view.metas.has(uid));
+    const sendsFlags = items.some((i) => i.kind === 'simple' && i.name === 'FLAGS');
+    const knownOnly = items.every((i) => i.kind === 'simple' && (i.name === 'UID' || i.name === 'MODSEQ'));
+    let gone = false;
+    const read = readModeOf(items, needs);
+    // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
+    // one range scan; raw sources one message at a time and only when an item needs them.
+    for (let b = 0; b < positions.length && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
+      const batch: number[] = [];
+      for (let i = b; i < Math.min(positions.length, b + FETCH_BATCH); i++) batch.push(view.uid(positions[i]!));
+      const rows = await readRows(s, batch, read);
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();
       if (needs.setSeen) {
-        const unseen = batch.filter((uid) => !view.metas.get(uid)!.flags.includes('\\Seen'));
+        const unseen = batch.filter((uid) => rows.has(uid) && !rows.get(uid)!.flags.includes('\\Seen'));
         if (unseen.length) {
           const res = await s.store.setFlags(view.folderId, unseen, 'add', ['\\Seen']);
           for (const m of res.updated) {
-            view.update(m);
+            rows.set(m.uid, m);
             changedFlags.add(m.uid);
           }
         }
       }
       for (const uid of batch) {
-        const meta = view.metas.get(uid);
-        if (!meta) continue;
-        let summary = cache.get(meta.blobId);
-        const fresh = envelopes.get(uid);
-        if (fresh && !summary?.envelope) summary = { ...summary, envelope: fresh };
+        const meta = rows.get(uid);
+        if (!meta) {
+          // Expunged elsewhere, not yet announced: it keeps its number; what the session knows (UID,
+          // MODSEQ) is answered, anything else ends the command with NO [EXPUNGEISSUED] (RFC 2180 §4.1.2).
+          if (!knownOnly) {
+            gone = true;
+            continue;
+          }
+          const seq = view.seqOf(uid);
+          const known: Row = { uid, modseq: view.modseqAt(seq - 1), flags: [], size: 0, blobId: '' };
+          if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, seq, known, items, undefined, null, null, false);
+          continue;
+        }
+        if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
+        const blobId = meta.blobId ?? '';
+        let summary = read === 'state' ? undefined : cache.get(blobId);
+        if (needs.envelope && !summary?.envelope && (meta.summary || meta.summaryJson)) {
+          const envelope = envelopeFromSummary(meta.summary ?? (JSON.parse(meta.summaryJson!) as MessageSummary));
+          summary = { ...summary, envelope };
+          cache.set(blobId, summary);
+        }
         let raw: Buffer | null = null;
         let tree: MimeNode | null = null;
         const wantStructure = needs.structure && !summary?.bodystructure;
@@ -223,15 +273,18 @@ export const FETCH: CommandSpec<'FETCH'> = {
             tree = parseMessage(raw);
             if (wantStructure || wantEnvelope) {
               summary = summarize(raw, tree);
-              cache.set(meta.blobId, summary);
+              cache.set(blobId, summary);
             }
           }
         }
+        // The client now knows these flags: a later sync need not report them again.
+        if (sendsFlags || changedFlags.has(uid)) view.update(meta);
         renderMessage(out, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
         if (out.full) await out.flush();
       }
     }
     await out.flush();
+    if (gone) return no('Some of the requested messages no longer exist', 'EXPUNGEISSUED');
     return ok(`${cmd.uid ? 'UID ' : ''}FETCH completed`);
   },
 };

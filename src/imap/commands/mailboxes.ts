@@ -221,7 +221,7 @@ export const STATUS: CommandSpec<'STATUS'> = {
     if (cmd.items.includes('DELETED') || cmd.items.includes('DELETED-STORAGE')) {
       let deleted = 0;
       let bytes = 0;
-      for (const m of await s.store.listMessages(folder.id)) {
+      for (const m of await s.store.listStates(folder.id, {})) {
         if (!m.flags.includes('\\Deleted')) continue;
         deleted++;
         bytes += m.size;

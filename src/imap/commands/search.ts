@@ -1,15 +1,16 @@
 // tag [UID] SEARCH [CHARSET c] keys (RFC 3501 §6.4.4; MODSEQ per RFC 7162 §3.1.5). Metadata keys are
-// answered from the session's view; header/body keys read each candidate's source once.
-import type { MessageMeta } from '../../mailstore/types.js';
+// answered from the store's rows, read per batch; header/body keys read each candidate's source once.
+import type { MessageState } from '../../mailstore/types.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText } from '../mime/text.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
-import { needsContent, usesModseq, type SearchKey } from '../protocol/search.js';
+import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
+import { readRows } from './fetch.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
-  meta: MessageMeta;
+  meta: MessageState & { internalDate?: Date };
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
@@ -64,7 +65,7 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
     case 'smaller':
       return c.meta.size < key.size;
     case 'internaldate':
-      return compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day);
+      return c.meta.internalDate ? compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day) : false;
     case 'modseq':
       return c.meta.modseq >= key.modseq;
     case 'sentdate':
@@ -93,12 +94,18 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
     if (withModseq) s.condstore = true;
     const content = needsContent(cmd.key);
     const maxSeq = view.count;
-    const maxUid = view.count ? view.uids[view.count - 1]! : 0;
+    const maxUid = view.lastUid;
     const hits: number[] = [];
     let highest = 0;
-    for (let b = 0; b < view.count && s.state !== 'logout'; b += FETCH_BATCH) {
-      for (let i = b; i < Math.min(view.count, b + FETCH_BATCH); i++) {
-        const meta = view.meta(i);
+    // Metadata per batch from the store (one range scan each); contents one message at a time.
+    for (let b = 0; b < view.count && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
+      const end = Math.min(view.count, b + FETCH_BATCH);
+      const batch: number[] = [];
+      for (let i = b; i < end; i++) batch.push(view.uid(i));
+      const rows = await readRows(s, batch, needsInternalDate(cmd.key) ? 'meta' : 'state');
+      for (let i = b; i < end; i++) {
+        const meta = rows.get(batch[i - b]!);
+        if (!meta) continue; // expunged meanwhile
         const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
         if (content) {
           c.raw = await s.store.readMessage(view.folderId, meta.uid);

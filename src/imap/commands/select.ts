@@ -12,18 +12,14 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   const target = await s.resolve(name);
   const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
   if (!target || !folder) return no('No such mailbox', 'NONEXISTENT');
-  const messages = await s.store.listMessages(folder.id);
+  // UIDs and MODSEQs only (typed arrays), the first unseen message and the keywords: no message rows.
+  const index = await s.store.folderIndex(folder.id);
   const ro = readOnly || target.access === 'read';
-  const view = new SelectedMailbox(target, folder.id, folder.uidValidity, ro, folder.highestModseq, messages);
+  const view = new SelectedMailbox(target, folder.id, folder.uidValidity, ro, index);
   s.select(view);
   s.announced = view.count;
-  const keywords = new Set<string>();
-  let firstUnseen = 0;
-  messages.forEach((m, i) => {
-    for (const f of m.flags) if (!f.startsWith('\\')) keywords.add(f);
-    if (!firstUnseen && !m.flags.includes('\\Seen')) firstUnseen = i + 1;
-  });
-  const flags = [...SYSTEM_FLAGS, ...keywords].join(' ');
+  const firstUnseen = index.firstUnseenUid ? view.seqOf(index.firstUnseenUid) : 0;
+  const flags = [...SYSTEM_FLAGS, ...view.keywords].join(' ');
   await s.untagged(`FLAGS (${flags})`);
   await s.untagged(`OK [PERMANENTFLAGS (${ro ? '' : `${flags} \\*`})] Flags permitted`);
   await s.untagged(`${view.count} EXISTS`);
@@ -79,7 +75,7 @@ export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
     const view = s.selected!;
     let uids: number[] | undefined;
     if (cmd.uids) {
-      uids = view.positions(cmd.uids, true).map((p) => view.uids[p]!);
+      uids = view.positions(cmd.uids, true).map((p) => view.uid(p));
       if (uids.length === 0) return ok('Expunge completed');
     }
     await s.sync(true);

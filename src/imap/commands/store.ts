@@ -1,5 +1,7 @@
 // tag [UID] STORE set [(UNCHANGEDSINCE n)] (+|-)FLAGS[.SILENT] (flags) (RFC 3501 §6.4.6; RFC 7162 §3.1.3)
+import type { MessageMeta, MessageState } from '../../mailstore/types.js';
 import { formatSet, seqOutOfRange } from '../protocol/sequence.js';
+import { readRows } from './fetch.js';
 import { storeFailure } from './errors.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
@@ -12,7 +14,7 @@ export const STORE: CommandSpec<'STORE'> = {
     if (!cmd.uid && seqOutOfRange(cmd.set, view.count)) return bad('Invalid message sequence number');
     if (view.readOnly) return no('Mailbox is read-only', 'READ-ONLY');
     if (cmd.unchangedSince !== null) s.condstore = true;
-    const uids = view.positions(cmd.set, cmd.uid).map((p) => view.uids[p]!).filter((u) => !view.pendingExpunge.has(u));
+    const uids = view.positions(cmd.set, cmd.uid).map((p) => view.uid(p)).filter((u) => !view.pendingExpunge.has(u));
     if (uids.length === 0) return ok('Store completed');
     let result;
     try {
@@ -20,17 +22,15 @@ export const STORE: CommandSpec<'STORE'> = {
     } catch (err) {
       return storeFailure(err);
     }
-    const updated = new Set<number>();
-    for (const m of result.updated) {
-      if (!view.metas.has(m.uid)) continue;
-      view.update(m);
-      updated.add(m.uid);
-    }
+    const updated = new Map<number, MessageMeta>();
+    for (const m of result.updated) if (view.update(m)) updated.set(m.uid, m);
     await s.announceKeywords(cmd.flags);
     const modified = new Set(result.modified);
+    // Without .SILENT every message's flags are echoed, changed or not: read the unchanged ones' rows.
+    const others = cmd.silent ? new Map<number, MessageState>() : await readRows(s, uids.filter((u) => !updated.has(u) && !modified.has(u)), 'state');
     for (const uid of uids) {
       if (modified.has(uid)) continue;
-      const meta = view.metas.get(uid);
+      const meta = updated.get(uid) ?? others.get(uid);
       if (!meta) continue;
       // .SILENT suppresses the FLAGS echo; with CONDSTORE the new MODSEQ is still reported (RFC 7162 §3.1.3).
       if (cmd.silent && !(s.condstore && updated.has(uid))) continue;

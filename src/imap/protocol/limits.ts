@@ -18,7 +18,7 @@ export const MAX_AUTH_FAILURES = 3;
 export const IDLE_TIMEOUT_MS = 30 * 60 * 1000;
 /** How long changes are gathered before an IDLE push (well under the one-second target). */
 export const IDLE_PUSH_DELAY_MS = 50;
-/** Messages handled per batch when FETCH/SEARCH stream over a large set. */
-export const FETCH_BATCH = 250;
+/** Messages handled per batch when FETCH/SEARCH stream over a large set (one store read each, ~1 MB of rows at most). */
+export const FETCH_BATCH = 1000;
 /** Parsed message summaries (ENVELOPE, BODYSTRUCTURE) kept per process, by content address. */
 export const SUMMARY_CACHE_ENTRIES = 50_000;

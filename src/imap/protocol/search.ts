@@ -133,6 +133,22 @@ export function parseSearchKeys(tokens: Token[]): SearchKey {
 }
 
 /** True when the key tree needs message contents (headers or body), not just the metadata. */
+/** True when the key compares internal dates (the other metadata keys are answered from flags, size, MODSEQ). */
+export function needsInternalDate(key: SearchKey): boolean {
+  switch (key.op) {
+    case 'internaldate':
+      return true;
+    case 'and':
+      return key.keys.some(needsInternalDate);
+    case 'or':
+      return needsInternalDate(key.a) || needsInternalDate(key.b);
+    case 'not':
+      return needsInternalDate(key.key);
+    default:
+      return false;
+  }
+}
+
 export function needsContent(key: SearchKey): boolean {
   switch (key.op) {
     case 'header':

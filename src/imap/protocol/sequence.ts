@@ -72,7 +72,7 @@ export function seqOutOfRange(set: SequenceSet, count: number): boolean {
  * Positions (0-based) in the ascending `uids` list of the UIDs in the set. `*` is the highest UID in use;
  * RFC 3501 §6.4.8: a range `n:*` always includes the highest UID even when `n` is greater than it.
  */
-export function resolveUids(set: SequenceSet, uids: readonly number[]): number[] {
+export function resolveUids(set: SequenceSet, uids: ArrayLike<number>): number[] {
   if (uids.length === 0) return [];
   const max = uids[uids.length - 1]!;
   const out: number[] = [];
