@@ -45,6 +45,7 @@ export class ImapConnection implements ClientChannel {
     this.remoteAddress = socket.remoteAddress ?? 'unknown';
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.session = new Session(deps, this);
+    this.session.onRevoked = () => void this.bye('Mailbox deleted');
     this.reader = new CommandReader({
       command: (cmd) => this.enqueue(cmd),
       continueLiteral: () => void this.write('+ Ready for literal data\r\n'),

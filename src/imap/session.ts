@@ -182,6 +182,9 @@ export class Session {
   private unsubscribe: (() => void) | null = null;
   /** Called when a watched mailbox changes (IDLE uses it to push). */
   onDirty: (() => void) | null = null;
+  /** Called when the logged-in account is deleted (the connection says BYE). */
+  onRevoked: (() => void) | null = null;
+  private stopWatchingAccount: (() => void) | null = null;
 
   constructor(
     readonly deps: SessionDeps,
@@ -199,6 +202,16 @@ export class Session {
   login(account: MailboxAccount): void {
     this.account = account;
     this.state = 'authenticated';
+    // A deleted mailbox ends its open sessions at once (a password change does not: the session was
+    // opened with the password of its time, as in other IMAP servers).
+    this.stopWatchingAccount = this.store.onDirectoryChange(() => {
+      this.store.getAccount(account.id).then(
+        (current) => {
+          if (!current && this.state !== 'logout') this.onRevoked?.();
+        },
+        () => undefined,
+      );
+    });
   }
 
   /** Resolves a client mailbox name to a folder of the account or of an account that shares with it. */
@@ -238,6 +251,8 @@ export class Session {
 
   close(): void {
     this.deselect();
+    this.stopWatchingAccount?.();
+    this.stopWatchingAccount = null;
     this.state = 'logout';
   }
 

@@ -117,3 +117,15 @@ t.test('a session whose cursor is older than the pruned change feed resynchronis
   await b.command('b5', 'STORE 1 -FLAGS.SILENT (\\Flagged)');
   t.match(await a.command('a6', 'NOOP'), /\* 1 FETCH \(FLAGS \(\) UID 1 MODSEQ/, 'and the feed is followed again afterwards');
 });
+
+t.test('deleting a mailbox ends its open sessions with BYE', async (t) => {
+  const f = await setupImap(t);
+  const carol = await f.account('carol');
+  const dave = await f.account('dave');
+  const gone = await session(f, carol.address);
+  const stays = await session(f, dave.address);
+  await gone.command('c1', 'SELECT INBOX');
+  await f.store.deleteAccount(carol.id);
+  t.match(await gone.waitClose(), /\* BYE Mailbox deleted\r\n/, 'told why, then closed');
+  t.match(await stays.command('d1', 'NOOP'), /d1 OK/, "another mailbox's session goes on");
+});
