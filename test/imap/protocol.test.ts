@@ -141,6 +141,9 @@ t.test('command grammar: malformed commands carry their tag', async (t) => {
     ['m CAPABILITY extra', 'm'],
     ['', '*'],
     ['+tag NOOP', '*'],
+    ['* NOOP', '*'],
+    ['a%b NOOP', '*'],
+    ['a*b NOOP', '*'],
   ];
   for (const [line, tag] of bad) {
     let caught: unknown = null;
@@ -152,6 +155,7 @@ t.test('command grammar: malformed commands carry their tag', async (t) => {
     t.ok(caught instanceof CommandError && caught.tag === tag, `${line || '(empty)'} → BAD with tag ${tag}`);
   }
   t.throws(() => parseDateTime('31-Foo-2026 10:00:00 +0000'));
+  t.equal(parseCommand({ parts: [{ kind: 'text', text: 'A]1 NOOP' }] }).tag, 'A]1', '"]" is an ASTRING-CHAR: a valid tag');
 });
 
 t.test('fuzz: random command lines either parse or fail with a tagged CommandError', async (t) => {

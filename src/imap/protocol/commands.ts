@@ -52,7 +52,8 @@ export class CommandError extends Error {
   }
 }
 
-const TAG = /^[\x21-\x7e]+$/;
+/** RFC 3501 §9 tag: ASTRING-CHARs but "+" — no list-wildcards, quoted-specials, "(", ")", "{" (so never "*"). */
+const TAG = /^[^\x00-\x20\x7f-\uffff(){%*"\\+]+$/;
 
 /** Mailbox argument: modified UTF-7 decoded, INBOX (any case) spelled `INBOX`. */
 export function mailboxName(raw: string): string {
@@ -310,7 +311,7 @@ export function parseCommand(raw: RawCommand): ParsedCommand {
     throw new CommandError(TAG.test(guessTag) ? guessTag : '*', (err as Error).message);
   }
   const tagTok = tokens[0];
-  if (!tagTok || tagTok.type !== 'atom' || !TAG.test(tagTok.value) || tagTok.value.includes('+')) {
+  if (!tagTok || tagTok.type !== 'atom' || !TAG.test(tagTok.value)) {
     throw new CommandError('*', 'Missing or bad tag');
   }
   const tag = tagTok.value;
