@@ -11,6 +11,7 @@ import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { compile } from 'html-to-text';
+import { plainTextOf } from './html-scan.js';
 
 export interface Mailbox {
   name?: string | undefined;
@@ -37,8 +38,20 @@ export interface ComposeInput {
   date: Date;
 }
 
-/** A readable text part for an HTML-only email: links kept as "text [url]", images dropped. Compiled once. */
-export const htmlToText: (html: string) => string = compile({
+/** Above this many characters of html, the text part is derived without a parser (plainTextOf). */
+export const HTML_TO_TEXT_LIMIT = 512 * 1024;
+
+/**
+ * A readable text part for an HTML-only email: links kept as "text [url]", images dropped. html-to-text
+ * costs microseconds per element, so a body over HTML_TO_TEXT_LIMIT gets the linear tag-stripping text of
+ * html-scan.ts instead.
+ */
+export function htmlToText(html: string): string {
+  if (html.length > HTML_TO_TEXT_LIMIT) return plainTextOf(html);
+  return convertHtml(html);
+}
+
+const convertHtml: (html: string) => string = compile({
   wordwrap: 78,
   selectors: [
     { selector: 'img', format: 'skip' },
