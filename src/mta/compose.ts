@@ -43,12 +43,16 @@ export const HTML_TO_TEXT_LIMIT = 512 * 1024;
 
 /**
  * A readable text part for an HTML-only email: links kept as "text [url]", images dropped. html-to-text
- * costs microseconds per element, so a body over HTML_TO_TEXT_LIMIT gets the linear tag-stripping text of
- * html-scan.ts instead.
+ * costs microseconds per element and recurses per nesting level (a deep body overflows the stack), so a body
+ * over HTML_TO_TEXT_LIMIT, or one it fails on, gets the linear tag-stripping text of html-scan.ts instead.
  */
 export function htmlToText(html: string): string {
   if (html.length > HTML_TO_TEXT_LIMIT) return plainTextOf(html);
-  return convertHtml(html);
+  try {
+    return convertHtml(html);
+  } catch {
+    return plainTextOf(html);
+  }
 }
 
 const convertHtml: (html: string) => string = compile({

@@ -39,4 +39,17 @@ t.test('hostile html bodies', async (t) => {
     t.equal(res.status, 200);
     t.ok(res.healthy >= 1, `/health answered ${res.healthy} times during the preview`);
   });
+
+  t.test('deeply nested html: previewed and sent (the text falls back to plain derivation), never a 500', async (t) => {
+    const html = `${'<div>'.repeat(20000)}deep text${'</div>'.repeat(20000)}`;
+    const preview = await app.request<{ text: string }>('POST', '/emails/preview', { key, body: { ...base, html } });
+    t.equal(preview.status, 200);
+    t.match(preview.body.text, /deep text/);
+    const sent = await app.request<{ id: string }>('POST', '/emails', { key, body: { ...base, html } });
+    t.equal(sent.status, 202);
+    await app.appliance.ctx.jobs.drain();
+    const detail = await app.request<{ status: string; text: string }>('GET', `/emails/${sent.body.id}`, { key });
+    t.equal(detail.body.status, 'delivered');
+    t.match(detail.body.text, /deep text/);
+  });
 });

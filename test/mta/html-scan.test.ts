@@ -47,7 +47,8 @@ t.test('hostile bodies of many MB are scanned in one pass', async (t) => {
   }
 });
 
-t.test('html-to-text: huge bodies fall back to the plain derivation', async (t) => {
+t.test('html-to-text: deep nesting and huge bodies fall back to the plain derivation', async (t) => {
+  t.match(htmlToText(`${'<div>'.repeat(20000)}deep text${'</div>'.repeat(20000)}`), /deep text/);
   const big = '<p>'.repeat(5_000_000);
   t.equal(htmlToText(big), '');
   t.equal(plainTextOf('<p>one</p><p>two &amp; three</p><br>four'), 'one\ntwo & three\n\nfour');
