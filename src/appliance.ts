@@ -50,6 +50,11 @@ export function mtaFromConfig(config: Config, deps: { dns: DnsResolver; log: Log
   return createMta({ ...mtaOptions(config), ...deps });
 }
 
+/** How long a stop waits for running jobs before the threads running them are closed. */
+const STOP_JOBS_GRACE_MS = 5_000;
+/** After that, how long the aborted jobs get to record their outcome before the database closes. */
+const STOP_SETTLE_MS = 1_000;
+
 export async function startAppliance(opts: ApplianceOptions): Promise<Appliance> {
   const { config } = opts;
   const ctx = await createContext(config, { ...opts, jobs: { concurrency: config.deliveryConcurrency, ...opts.jobs } });
@@ -116,8 +121,12 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
           await imapServer.close();
           stopWebhooks();
           stopRetention();
-          await ctx.jobs.stop();
+          // README: a stop takes up to 10 s. Running jobs get STOP_JOBS_GRACE_MS; then the render threads
+          // close (up to their 3 s QUIT grace), which aborts a stuck SMTP transaction; its job fails over
+          // to a retry, or keeps its lease until the next start.
+          await ctx.jobs.stop(STOP_JOBS_GRACE_MS);
           await render.close();
+          await ctx.jobs.stop(STOP_SETTLE_MS);
           closeWebhooks();
           await outbound.close();
           await ctx.db.destroy();

@@ -1,5 +1,6 @@
 // Typed configuration: config/default.json, overridden by MAIL_* environment variables,
 // validated once at start. A bad value stops start-up with a message naming the variable.
+import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,7 +102,9 @@ export function parseDnsServer(spec: string): DnsServer {
     if (!/^\d+$/.test(p ?? '')) throw new Error(`'${spec}' has a bad port`);
     portNum = Number(p);
   }
-  if (!host || portNum < 1 || portNum > 65535) throw new Error(`'${spec}' is not host[:port]`);
+  if (!host || portNum < 1 || portNum > 65535) throw new Error(`'${spec}' is not address[:port]`);
+  // The resolver (c-ares) takes addresses only: a name would stop the start-up later with a message naming no variable.
+  if (isIP(host) === 0) throw new Error(`'${spec}': '${host}' is not an IP address`);
   return { host, port: portNum };
 }
 
@@ -177,7 +180,7 @@ const FIELDS = [
           try {
             out.push(parseDnsServer(item));
           } catch (err) {
-            zctx.addIssue({ code: 'custom', message: `must be comma-separated host[:port]: ${(err as Error).message}` });
+            zctx.addIssue({ code: 'custom', message: `must be comma-separated address[:port]: ${(err as Error).message}` });
             return z.NEVER;
           }
         }

@@ -109,8 +109,13 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
 async function main(argv: string[]): Promise<number> {
   let ctx: AppContext | undefined;
   try {
+    // --help and -h are switches, not flags taking a value: answered before the arguments are parsed.
+    if (argv.includes('--help') || argv.includes('-h')) {
+      process.stderr.write(`${USAGE}\n`);
+      return 0;
+    }
     const { words, flags } = parseArgs(argv);
-    if (words[0] === 'help' || flags.help !== undefined) {
+    if (words[0] === 'help') {
       process.stderr.write(`${USAGE}\n`);
       return 0;
     }

@@ -167,11 +167,21 @@ export class JobQueue {
     this.wake();
   }
 
-  /** Stops leasing and waits for running handlers to finish. */
-  async stop(): Promise<void> {
+  /**
+   * Stops leasing and waits for running handlers to finish, or at most `graceMs` when given: a handler still
+   * running then keeps its lease, which expires (start() releases it after a restart): at-least-once.
+   */
+  async stop(graceMs?: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await Promise.allSettled([...this.running]);
+    const settled = Promise.allSettled([...this.running]);
+    if (graceMs === undefined) {
+      await settled;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
   }
 
   /** Looks for due work now rather than at the next poll. */

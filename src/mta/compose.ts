@@ -12,6 +12,7 @@ import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { compile } from 'html-to-text';
+import { plainTextOf } from './html-scan.js';
 
 export interface Mailbox {
   name?: string | undefined;
@@ -38,8 +39,24 @@ export interface ComposeInput {
   date: Date;
 }
 
-/** A readable text part for an HTML-only email: links kept as "text [url]", images dropped. Compiled once. */
-export const htmlToText: (html: string) => string = compile({
+/** Above this many characters of html, the text part is derived without a parser (plainTextOf). */
+export const HTML_TO_TEXT_LIMIT = 512 * 1024;
+
+/**
+ * A readable text part for an HTML-only email: links kept as "text [url]", images dropped. html-to-text
+ * costs microseconds per element and recurses per nesting level (a deep body overflows the stack), so a body
+ * over HTML_TO_TEXT_LIMIT, or one it fails on, gets the linear tag-stripping text of html-scan.ts instead.
+ */
+export function htmlToText(html: string): string {
+  if (html.length > HTML_TO_TEXT_LIMIT) return plainTextOf(html);
+  try {
+    return convertHtml(html);
+  } catch {
+    return plainTextOf(html);
+  }
+}
+
+const convertHtml: (html: string) => string = compile({
   wordwrap: 78,
   selectors: [
     { selector: 'img', format: 'skip' },

@@ -300,7 +300,8 @@ function outcomeWrites(
       if (next === 'bounced') {
         timeline.push(timelineRow(email, at, 'bounced', { recipient: o.recipient, ...bounceData(o), ...routeData }));
         events.push(emailEventRow(email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) }));
-        if (o.category === 'invalid_mailbox') {
+        // A simulated (test-mode) outcome never suppresses: the suppression list guards live sending.
+        if (o.category === 'invalid_mailbox' && email.mode !== 'test') {
           suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), created_at: now });
         }
       } else if (next === 'deferred' || next === 'failed') {
@@ -328,7 +329,7 @@ function outcomeWrites(
       set(recipient, { status: 'complained' });
       timeline.push(timelineRow(email, at, 'complained', { recipient }));
       events.push(emailEventRow(email, at, 'email.complained', { recipient }));
-      suppressions.push({ team_id: email.team_id, email: addressKey(recipient), reason: 'complaint', details: null, created_at: now });
+      if (email.mode !== 'test') suppressions.push({ team_id: email.team_id, email: addressKey(recipient), reason: 'complaint', details: null, created_at: now });
     }
   }
 

@@ -1,8 +1,8 @@
 // Previews that send nothing: the message as it would go out, and a content score.
 import type { AppContext } from '../context.js';
-import { composeMessage, htmlToText } from '../mta/compose.js';
+import { composeMessage } from '../mta/compose.js';
 import { signMessage } from '../mta/dkim.js';
-import { formatMailbox, findSenderDomain, prepareInput, type EmailContentView, type SendEmailInput, type Sender } from './emails.js';
+import { deriveText, formatMailbox, findSenderDomain, prepareInput, type EmailContentView, type SendEmailInput, type Sender } from './emails.js';
 import { scoreContent, type SpamVerdict } from './spam-score.js';
 
 export interface EmailPreview extends EmailContentView {
@@ -32,7 +32,7 @@ export async function previewEmail(ctx: AppContext, sender: Sender, input: SendE
   const domain = await findSenderDomain(ctx, sender.teamId, p.fromDomain);
   if (!domain) warnings.push(`Domain '${p.fromDomain}' not found for this team: sending would answer 422`);
   else if (domain.status !== 'verified') warnings.push(`Domain '${p.fromDomain}' is not verified: sending would answer 422`);
-  const text = input.text ?? (input.html !== undefined ? htmlToText(input.html) : undefined);
+  const text = (await deriveText(ctx, input)) ?? undefined; // off the event loop, as for a send
   let raw = await composeMessage({
     from: p.from,
     to: p.to,

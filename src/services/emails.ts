@@ -182,7 +182,8 @@ const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>(
 export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promise<string>): void {
   textDerivers.set(ctx, derive);
 }
-async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
+/** The text part of an email: the sender's, or derived from its html on a render thread when there are some. */
+export async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
   if (input.text !== undefined) return input.text;
   if (input.html === undefined) return null;
   const derive = textDerivers.get(ctx);

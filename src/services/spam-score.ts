@@ -2,6 +2,8 @@
 // SpamAssassin's, aimed at the mistakes senders actually make. Each rule that fires adds its score;
 // a total of SPAM_THRESHOLD or more is "likely_spam". Pure: input in, verdict out.
 
+import { findLinks, stripTags } from '../mta/html-scan.js';
+
 export const SPAM_THRESHOLD = 5;
 
 export interface ScoredInput {
@@ -53,14 +55,16 @@ function hostOf(url: string): string | null {
   }
 }
 
+/** The links, images and visible text are read from the first MiB of each body (README, spam-preview). */
+export const SCORED_BODY_CHARS = 1024 * 1024;
+
+// Every scan of the body is linear (html-scan.ts) and bounded (SCORED_BODY_CHARS): a hostile body of any
+// size must not hold the event loop.
 function derive(input: ScoredInput): Derived {
-  const html = input.html ?? '';
-  const links = [...html.matchAll(/<a\b[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi)].map((m) => ({
-    href: m[1]!,
-    text: m[2]!.replace(/<[^>]+>/g, '').trim(),
-  }));
+  const html = (input.html ?? '').slice(0, SCORED_BODY_CHARS);
+  const links = findLinks(html);
   const images = (html.match(/<img\b/gi) ?? []).length;
-  const visibleText = (input.text ?? html.replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]+>/g, ' ')).replace(/\s+/g, ' ').trim();
+  const visibleText = (input.text?.slice(0, SCORED_BODY_CHARS) ?? stripTags(html, { replacement: ' ', dropScripts: true })).replace(/\s+/g, ' ').trim();
   return { ...input, links, images, visibleText };
 }
 

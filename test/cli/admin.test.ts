@@ -254,3 +254,13 @@ t.test('npm run -s admin -- teams list works (compiled through scripts/launch.mj
     [[made.team_id, 'Npm', 'starter']],
   );
 });
+
+t.test('--help and -h print the usage', async (t) => {
+  const dir = dataDir(t);
+  for (const args of [['--help'], ['-h'], ['keys', 'create', '--help'], ['help']]) {
+    const r = await admin(dir, ...args);
+    t.equal(r.code, 0, `${args.join(' ')}: exit 0`);
+    t.match(r.stderr, /^usage: npm run -s admin -- <command>/, `${args.join(' ')}: the usage`);
+    t.equal(r.stdout, '', `${args.join(' ')}: nothing on stdout`);
+  }
+});

@@ -110,11 +110,10 @@ t.test('parseDnsServer', async (t) => {
     ['[2001:db8::1]:5300', { host: '2001:db8::1', port: 5300 }],
     ['::1', { host: '::1', port: 53 }],
     ['2001:db8::53', { host: '2001:db8::53', port: 53 }],
-    ['dns.example.com:53', { host: 'dns.example.com', port: 53 }],
     ['1.2.3.4:65535', { host: '1.2.3.4', port: 65535 }],
   ];
   for (const [spec, want] of good) t.same(parseDnsServer(spec), want, spec);
-  for (const spec of ['1.2.3.4:x', '1.2.3.4:', ':53', '', '1.2.3.4:0', '1.2.3.4:65536', '1.2.3.4:-1', '[::1]:0', '[::1]:70000']) {
+  for (const spec of ['dns.example', 'dns.example.com:53', 'localhost', '1.2.3:53', '1.2.3.4:x', '1.2.3.4:', ':53', '', '1.2.3.4:0', '1.2.3.4:65536', '1.2.3.4:-1', '[::1]:0', '[::1]:70000']) {
     t.throws(() => parseDnsServer(spec), `'${spec}' refused`);
     if (spec) t.throws(() => parseDnsServer(spec), { message: new RegExp(spec.replace(/[[\]]/g, '\\$&')) }, `'${spec}': the message quotes it`);
   }
@@ -139,6 +138,7 @@ t.test('bad values throw ConfigError naming the variable', async (t) => {
     [{ MAIL_DEFAULT_PLAN: 'Free' }, 'MAIL_DEFAULT_PLAN'],
     [{ MAIL_LOG_LEVEL: 'loud' }, 'MAIL_LOG_LEVEL'],
     [{ MAIL_DNS_SERVERS: '1.2.3.4:x' }, 'MAIL_DNS_SERVERS'],
+    [{ MAIL_DNS_SERVERS: 'dns.example' }, 'MAIL_DNS_SERVERS'],
     [{ MAIL_DNS_SERVERS: '9.9.9.9, 1.2.3.4:99999' }, 'MAIL_DNS_SERVERS'],
     [{ MAIL_RELAY_URL: 'http://x' }, 'MAIL_RELAY_URL'],
     [{ MAIL_RELAY_URL: 'relay.example.com:25' }, 'MAIL_RELAY_URL'],

@@ -59,9 +59,12 @@ export class ApplianceProcess {
   private readonly waiters = new Set<() => void>();
   private readonly child: ChildProcessByStdio<null, Readable, Readable>;
 
-  /** `env` is the whole environment of the child (see `childEnv`); the child is SIGKILLed at teardown if still running. */
-  constructor(t: Test, env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  /**
+   * `env` is the whole environment of the child (see `childEnv`); the child is SIGKILLed at teardown if still running.
+   * `command` replaces src/main.ts under tsx (e.g. `['npm', 'start']`).
+   */
+  constructor(t: Test, env: NodeJS.ProcessEnv, command: string[] = [process.execPath, '--import', 'tsx', 'src/main.ts']) {
+    this.child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout.on('data', (c: Buffer) => {
       this.stdout += c.toString();
       this.wake();

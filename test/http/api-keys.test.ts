@@ -2,7 +2,9 @@
 // tenant isolation, per-plan caps and the full_access / sending_access permission check.
 import t from 'tap';
 import { createOtherTeam, startTestApp, type TestApp } from '../helpers/app.js';
+import { readFileSync } from 'node:fs';
 import { hashSecret } from '../../src/core/secrets.js';
+import { allRoutes } from '../../src/http/routes/index.js';
 
 interface Issued {
   success: true;
@@ -337,6 +339,11 @@ t.test('permissions: sending_access keys cannot manage the account', async (t) =
   }
   const batch = await app.request('POST', '/emails/batch', { key: sending.token, body: { emails: [] } });
   t.not(batch.status, 403, 'POST /emails/batch is allowed');
+  // Previews are part of composing a send (README's permission table lists them).
+  for (const path of ['/emails/preview', '/emails/spam-preview']) {
+    const res = await app.request('POST', path, { key: sending.token, body: { from: 'me@not-added.example.com', to: ['you@example.net'], subject: 'hi', text: 'hi' } });
+    t.equal(res.status, 200, `POST ${path} is allowed`);
+  }
 });
 
 t.test('a test-mode full_access key manages and reads', async (t) => {
@@ -383,4 +390,13 @@ t.test('bad credentials: 401 Invalid API key with a Bearer challenge', async (t)
     t.equal(res.status, 401, `${method} ${path} without a key`);
     t.same(res.body, UNAUTHORIZED);
   }
+});
+
+t.test("README's permission table names exactly the routes a sending_access key may call", async (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const row = readme.split('\n').find((l) => l.startsWith('| `sending_access` |'));
+  t.ok(row, 'the row is there');
+  const listed = [...(row ?? '').matchAll(/`((?:GET|POST|PUT|PATCH|DELETE) \/[^`]*)`/g)].map((m) => m[1]!).sort();
+  const code = allRoutes.filter((r) => r.access === 'sending_access').map((r) => `${r.method} ${r.path}`).sort();
+  t.same(listed, code);
 });

@@ -229,11 +229,14 @@ t.test('emails in test mode', async (t) => {
     t.ok(mine.find((e) => e.type === 'email.delivery_delayed'));
     t.ok(mine.find((e) => e.type === 'email.complained'));
 
-    // The hard bounce and the complaint suppressed their addresses: the next send skips them.
-    const next = await send({ ...base, to: ['bounced@dest.example', 'complained@dest.example'] });
-    const after = await app.request<Detail>('GET', `/emails/${next.body.id}`, { key });
-    t.equal(after.body.status, 'failed');
-    t.same(after.body.recipients.map((r) => r.status), ['suppressed', 'suppressed']);
+    // Simulated outcomes suppress nothing: a later live send to the same addresses goes out.
+    t.same(await app.appliance.ctx.db('suppressions').whereIn('email', ['bounced@dest.example', 'complained@dest.example']).select('email'), [], 'not on the suppression list');
+    const live = await send({ ...base, to: ['bounced@dest.example', 'complained@dest.example'] }, app.apiKey);
+    t.equal(live.status, 202);
+    const after = await app.request<Detail>('GET', `/emails/${live.body.id}`, { key: app.apiKey });
+    t.equal(after.body.status, 'queued');
+    t.same(after.body.recipients.map((r) => r.status), ['queued', 'queued']);
+    await app.request('POST', `/emails/${live.body.id}/cancel`, { key: app.apiKey });
   });
 
   t.test('POST /emails/preview renders, signs and sends nothing', async (t) => {
