@@ -7,6 +7,7 @@ import { readsOf, type Queryable } from '../db/index.js';
 import { notFound } from '../core/errors.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { eventRow, recordEvents } from '../events/recorder.js';
+import { plainTextOf } from '../mta/html-scan.js';
 import type { LocalDomain } from './inbound-routing.js';
 
 export interface AuthSummary {
@@ -111,54 +112,16 @@ export interface ParsedInbound {
   headers: Array<{ name: string; value: string }>;
 }
 
-/** Html bodies larger than this get their text by the plain tag stripper, not html-to-text (time grows fast). */
-const HTML_TO_TEXT_MAX = 64 * 1024;
-
-const BLOCK_TAGS = new Set(['p', 'div', 'br', 'li', 'tr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'blockquote']);
-const ENTITIES: Record<string, string> = { nbsp: ' ', lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' };
-
 /**
- * Text from html in one linear pass (every search moves forward; no backtracking regex over the input):
- * tags dropped, script and style contents dropped, block tags as line breaks, the common entities decoded.
- * An unclosed `<` ends the text.
+ * Html bodies larger than this get their text from the linear tag stripper (mta/html-scan.ts), not from
+ * mailparser's html-to-text: the MX parses on the main thread, and html-to-text's time grows fast.
  */
-export function stripHtml(html: string): string {
-  const lower = html.toLowerCase();
-  let out = '';
-  let i = 0;
-  while (i < html.length) {
-    const lt = html.indexOf('<', i);
-    out += html.slice(i, lt < 0 ? html.length : lt);
-    if (lt < 0) break;
-    const gt = html.indexOf('>', lt + 1);
-    if (gt < 0) break;
-    let n = lt + 1;
-    if (lower.charCodeAt(n) === 0x2f) n++; // '/'
-    let name = '';
-    for (let c = lower.charCodeAt(n); n < gt && name.length < 11 && ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)); c = lower.charCodeAt(++n)) name += lower[n];
-    i = gt + 1;
-    if ((name === 'script' || name === 'style') && lower[lt + 1] !== '/') {
-      const close = lower.indexOf(`</${name}`, i);
-      if (close < 0) break;
-      const end = html.indexOf('>', close);
-      i = end < 0 ? html.length : end + 1;
-    } else if (BLOCK_TAGS.has(name) && !out.endsWith('\n\n')) {
-      out += '\n';
-    }
-  }
-  return out
-    .replace(/&(nbsp|lt|gt|quot|#39|amp);/g, (_, e: string) => ENTITIES[e]!)
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-}
+const HTML_TO_TEXT_MAX = 64 * 1024;
 
 /**
  * Parses a received message for the inbound email record. An html body that html-to-text cannot handle
  * (too large, or nested deeper than its recursion allows) does not fail the message: it is parsed again
- * without that conversion and its text is taken by `stripHtml`.
+ * without that conversion and its text is taken by `plainTextOf`.
  */
 export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
   let parsed: ParsedMail;
@@ -166,7 +129,7 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
     parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, maxHtmlLengthToParse: HTML_TO_TEXT_MAX });
   } catch {
     parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipHtmlToText: true });
-    if (!parsed.text && typeof parsed.html === 'string') parsed.text = stripHtml(parsed.html);
+    if (!parsed.text && typeof parsed.html === 'string') parsed.text = plainTextOf(parsed.html);
   }
   const headers = parsed.headerLines.map((h) => {
     const colon = h.line.indexOf(':');
