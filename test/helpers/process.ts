@@ -2,6 +2,7 @@
 // test can signal, freeze or kill it and read its structured logs.
 import type { Test } from 'tap';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -160,4 +161,16 @@ export class ApplianceProcess {
     this.child.kill('SIGSTOP');
     await until('the process to be stopped', () => (/^\d+ \(.*\) [tT]/.test(readFileSync(`/proc/${this.pid}/stat`, 'utf8')) ? true : undefined), 10_000);
   }
+}
+
+/** One GET /health on its own connection, never reused: 'connected', or the error code (ECONNREFUSED…). */
+export function connectOnce(port: number): Promise<'connected' | string> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
+      res.resume();
+      resolve('connected');
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    req.end();
+  });
 }

@@ -2,24 +2,13 @@
 // may be dash (which, unlike bash, forks for a `sh -c` command). The appliance must receive the signal
 // and stop: its port closes. The package.json scripts `exec` node so that the shell is replaced by it.
 import t from 'tap';
-import http from 'node:http';
 import { rmSync } from 'node:fs';
 import { makeDataDir } from '../helpers/app.js';
-import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
+import { ApplianceProcess, childEnv, connectOnce, until } from '../helpers/process.js';
 
 // npm compiles dist/ first when it is out of date (scripts/launch.mjs): minutes on a loaded machine.
 t.setTimeout(600_000);
 
-function connectOnce(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
-      res.resume();
-      resolve('connected');
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    req.end();
-  });
-}
 
 for (const shell of ['/bin/sh', '/bin/bash']) {
   t.test(`SIGTERM to npm start (script shell ${shell}) stops the appliance`, async (t) => {

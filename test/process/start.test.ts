@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import { rmSync } from 'node:fs';
 import { makeDataDir } from '../helpers/app.js';
-import { ApplianceProcess, childEnv } from '../helpers/process.js';
+import { ApplianceProcess, childEnv, connectOnce } from '../helpers/process.js';
 import { openDatabase } from '../../src/db/index.js';
 
 const START_DEADLINE_MS = 60_000;
@@ -44,18 +44,6 @@ async function waitRefused(port: number, timeoutMs = 5_000): Promise<string> {
     if (last !== 'connected' && last !== 'ECONNRESET') return last;
   }
   return last;
-}
-
-/** One request on its own connection, never reused. */
-function connectOnce(port: number): Promise<'connected' | string> {
-  return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
-      res.resume();
-      resolve('connected');
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    req.end();
-  });
 }
 
 t.test('a bad MAIL_API_PORT stops start-up with exit 1, naming the variable', async (t) => {
