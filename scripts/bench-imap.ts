@@ -280,10 +280,10 @@ function rssKinds(): string {
 }
 
 async function serverMain(o: Options): Promise<void> {
-  const { loadConfig } = await import('../src/config.js');
+  const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance } = await import('../src/appliance.js');
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-imap-'));
-  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', apiPort: 0, mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0, hostname: 'bench.appliance.test', logLevel: 'silent', rateLimits: false });
+  const config = loadConfig({}, { dataDir, bind: '127.0.0.1', ...ANY_FREE_PORTS, hostname: 'bench.appliance.test', logLevel: 'silent', rateLimits: false });
   const appliance = await startAppliance({ config });
   const { ctx } = appliance;
   const teamId = appliance.bootstrap!.team.id;

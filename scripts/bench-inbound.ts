@@ -163,7 +163,7 @@ async function internetMain(): Promise<void> {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const [{ loadConfig }, { startAppliance }, { newToken }] = await Promise.all([
+  const [{ loadConfig, ANY_FREE_PORTS }, { startAppliance }, { newToken }] = await Promise.all([
     import('../src/config.js'),
     import('../src/appliance.js'),
     import('../src/services/api-keys.js'),
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mail-bench-inbound-'));
   const config = loadConfig(
     {},
-    { dataDir, bind: '127.0.0.1', apiPort: 0, mxPort: 0, hostname: 'mx.bench.test', logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsServers: [dnsServer], rateLimits: false },
+    { dataDir, bind: '127.0.0.1', ...ANY_FREE_PORTS, hostname: 'mx.bench.test', logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsServers: [dnsServer], rateLimits: false },
   );
   const appliance = await startAppliance({ config });
   const { ctx } = appliance;

@@ -430,7 +430,7 @@ interface QueryStat {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const { loadConfig } = await import('../src/config.js');
+  const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance, mtaFromConfig } = await import('../src/appliance.js');
   const { newToken } = await import('../src/services/api-keys.js');
   const { createLogger } = await import('../src/core/logger.js');
@@ -478,15 +478,8 @@ async function main(): Promise<void> {
       dataDir,
       hostname: HOSTNAME,
       bind: '127.0.0.1',
-      apiPort: 0,
-      mxPort: 0,
       // Every listener on a free port: another appliance (or bench) on the machine may hold the defaults.
-      submissionPort: 0,
-      submissionsPort: 0,
-      imapPort: 0,
-      imapsPort: 0,
-      pop3Port: 0,
-      pop3sPort: 0,
+      ...ANY_FREE_PORTS,
       logLevel: 'silent',
       dnsServers: [ready.dns],
       outboundPort: ready.sinkPort,

@@ -110,7 +110,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const { loadConfig } = await import('../src/config.js');
+  const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance } = await import('../src/appliance.js');
   const { recordEvent } = await import('../src/events/recorder.js');
   const { EVENT_TYPES } = await import('../src/events/types.js');
@@ -143,7 +143,7 @@ async function main(): Promise<void> {
     {
       dataDir,
       bind: '127.0.0.1',
-      ...{ apiPort: 0, mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0 },
+      ...ANY_FREE_PORTS,
       hostname: 'bench.appliance.test',
       logLevel: 'silent',
       webhookAllowPrivate: true,

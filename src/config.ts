@@ -226,6 +226,18 @@ function readDefaults(): Record<string, unknown> {
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
 }
 
+/** Every listener on a port the system picks (tests and benchmarks that run beside other appliances). */
+export const ANY_FREE_PORTS = {
+  apiPort: 0,
+  mxPort: 0,
+  submissionPort: 0,
+  submissionsPort: 0,
+  imapPort: 0,
+  imapsPort: 0,
+  pop3Port: 0,
+  pop3sPort: 0,
+} as const satisfies Partial<Config>;
+
 /**
  * Builds the configuration from the defaults file, then `env`, then `overrides` (tests).
  * Throws ConfigError naming every bad variable.

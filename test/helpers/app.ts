@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
-import { loadConfig, type Config } from '../../src/config.js';
+import { ANY_FREE_PORTS, loadConfig, type Config } from '../../src/config.js';
 import { startAppliance, type Appliance } from '../../src/appliance.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { newToken } from '../../src/services/api-keys.js';
@@ -46,8 +46,6 @@ export interface TestAppOptions {
   dataDir?: string;
 }
 
-/** Every mail listener on a free port (test files run in parallel). */
-const LISTENER_PORTS = { mxPort: 0, submissionPort: 0, submissionsPort: 0, imapPort: 0, imapsPort: 0, pop3Port: 0, pop3sPort: 0 } as const;
 
 export function makeDataDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'mail-test-'));
@@ -61,7 +59,7 @@ export function makeDataDir(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
     {},
-    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', apiPort: 0, ...LISTENER_PORTS, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
+    { dataDir: overrides.dataDir ?? makeDataDir(), bind: '127.0.0.1', ...ANY_FREE_PORTS, hostname: TEST_HOSTNAME, logLevel: 'silent', bootstrapApiKey: newToken('live'), dnsTimeoutMs: 1000, webhookAllowPrivate: true, rateLimits: false, ...overrides },
   );
 }
 
