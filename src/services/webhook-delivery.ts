@@ -27,9 +27,9 @@ export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_DELAYS_MS.length + 1;
 export const AUTO_DISABLE_FAILURES = 20;
 export const WEBHOOK_TIMEOUT_MS = 10 * SECOND;
 /** Requests in flight to one endpoint at a time. */
-export const ENDPOINT_CONCURRENCY = 8;
+export const ENDPOINT_CONCURRENCY = 16;
 /** Further attempts that may wait for a slot of one endpoint (holding a job worker); beyond that they are put back. */
-export const ENDPOINT_MAX_WAITING = 8;
+export const ENDPOINT_MAX_WAITING = 16;
 /** When an endpoint is that busy, a due attempt is put back in the queue for this long. */
 export const ENDPOINT_BUSY_DELAY_MS = 1 * SECOND;
 
