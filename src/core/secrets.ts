@@ -13,9 +13,17 @@ export function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 }
 
-/** AES-256-GCM with the box's master key. Sealed values look like `v1.<iv>.<tag>.<ciphertext>` (base64url). */
+/** Opened values kept by a SecretBox (DKIM keys and webhook secrets in use: a few per domain and endpoint). */
+const OPENED_MAX = 1024;
+
+/**
+ * AES-256-GCM with the box's master key. Sealed values look like `v1.<iv>.<tag>.<ciphertext>` (base64url).
+ * `open` remembers what it opened, keyed by the sealed text (each seal has its own random IV, and a value
+ * that opened once is authentic), so the send path and webhook delivery do not decrypt per message.
+ */
 export class SecretBox {
   private readonly key: Buffer;
+  private readonly opened = new Map<string, string>();
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('master key must be 32 bytes');
@@ -30,6 +38,15 @@ export class SecretBox {
   }
 
   open(sealed: string): string {
+    const known = this.opened.get(sealed);
+    if (known !== undefined) return known;
+    const plain = this.decrypt(sealed);
+    if (this.opened.size >= OPENED_MAX) this.opened.clear();
+    this.opened.set(sealed, plain);
+    return plain;
+  }
+
+  private decrypt(sealed: string): string {
     const [version, iv, tag, ct] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || ct === undefined) throw new Error('not a sealed value');
     const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));

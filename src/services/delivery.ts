@@ -148,22 +148,10 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     return sets.map(() => undefined);
   });
 
-  // DKIM keys opened once (an AES-GCM decryption each), not for every message: a few per domain.
-  const opened = new Map<string, string>();
-  function unseal(sealed: string): string {
-    let pem = opened.get(sealed);
-    if (pem === undefined) {
-      pem = ctx.secrets.open(sealed);
-      if (opened.size >= 1000) opened.clear();
-      opened.set(sealed, pem);
-    }
-    return pem;
-  }
-
   /** What the render pool builds: the message (composed, or a raw send's source) and the signing key. */
   function renderInput(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>): { message: ComposeInput | RawMessage; signer: RenderRequest['key'] } {
     const { email } = l;
-    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: unseal(key.private_key_sealed) } : null;
+    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
     if (l.source) return { message: { raw: l.source }, signer };
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
     const message = {

@@ -117,9 +117,6 @@ export class EndpointSlots {
   }
 }
 
-/** Opened secrets kept by a WebhookSender (two per endpoint at most during a rotation; 20 endpoints per team). */
-const SECRET_CACHE_SIZE = 1024;
-
 /** First attempts answered 2xx or 406, of one endpoint: recorded together (see `recordAnswered`). */
 interface Answered {
   hookId: number;
@@ -140,19 +137,6 @@ export class WebhookSender {
     this.slots = slots;
   }
 
-  /** Opened signing secrets by their sealed text (a rotation seals a new one): no AES-GCM open per attempt. */
-  private readonly secrets = new Map<string, string>();
-
-  openSecret(ctx: AppContext, sealed: string): string {
-    let plain = this.secrets.get(sealed);
-    if (plain === undefined) {
-      if (this.secrets.size >= SECRET_CACHE_SIZE) this.secrets.clear();
-      plain = ctx.secrets.open(sealed);
-      this.secrets.set(sealed, plain);
-    }
-    return plain;
-  }
-
   /**
    * Group commit of answered first attempts: the jobs that finish while one write transaction runs share the
    * next one (one UPDATE … FROM VALUES per 100 deliveries, one streak reset for every endpoint with a 2xx).
@@ -167,7 +151,6 @@ export class WebhookSender {
   }
 
   close(): void {
-    this.secrets.clear();
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
@@ -178,11 +161,10 @@ export function secretsInForce(
   ctx: AppContext,
   hook: Pick<WebhookRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'>,
   at: Date,
-  open: (sealed: string) => string = (sealed) => ctx.secrets.open(sealed),
 ): string[] {
-  const out = [open(hook.secret_sealed)];
+  const out = [ctx.secrets.open(hook.secret_sealed)];
   if (hook.previous_secret_sealed && hook.previous_secret_expires_at && new Date(hook.previous_secret_expires_at).getTime() > at.getTime()) {
-    out.push(open(hook.previous_secret_sealed));
+    out.push(ctx.secrets.open(hook.previous_secret_sealed));
   }
   return out;
 }
@@ -196,7 +178,7 @@ export async function sendAttempt(ctx: AppContext, sender: WebhookSender | null,
     headers: {
       'content-type': 'application/json',
       'user-agent': `mail-appliance-webhooks/${ctx.version}`,
-      [SIGNATURE_HEADER]: signatureHeader(delivery.payload, secretsInForce(ctx, hook, at, sender ? (sealed) => sender.openSecret(ctx, sealed) : undefined)),
+      [SIGNATURE_HEADER]: signatureHeader(delivery.payload, secretsInForce(ctx, hook, at)),
       [WEBHOOK_ID_HEADER]: String(delivery.id),
       [TIMESTAMP_HEADER]: String(Math.floor(at.getTime() / 1000)),
       [EVENT_HEADER]: delivery.event_type,
