@@ -26,6 +26,13 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** `bytes` random bytes as lower-case hex (from the same pool). */
+export function randomHex(bytes: number): string {
+  let out = '';
+  for (let i = 0; i < bytes; i++) out += randomByte().toString(16).padStart(2, '0');
+  return out;
+}
+
 /** Opaque resource id (teams, domains, API keys). */
 export function newId(): string {
   return randomUUID();

@@ -5,7 +5,6 @@
 // about 2 ms of CPU per message (a pipeline and an AbortController per node), so `buildSync` writes the
 // same tree synchronously — the same bytes, as MimeNode.stream() would write them (test/mta/compose.test.ts
 // compares the two) — whenever every node holds a string or a Buffer; anything else goes through build().
-import { randomBytes } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
@@ -13,6 +12,7 @@ import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { compile } from 'html-to-text';
 import { plainTextOf } from './html-scan.js';
+import { randomHex } from '../core/ids.js';
 
 export interface Mailbox {
   name?: string | undefined;
@@ -127,21 +127,12 @@ export function buildSync(root: MimeNode): Buffer | undefined {
 
 class NeedsStreams extends Error {}
 
-// The random part of a message's multipart boundaries: 8 bytes, as MailComposer draws them, but taken from a
-// pool filled 4 KB at a time (MailComposer would draw them once for every MIME node it makes).
-let boundaryPool = Buffer.alloc(0);
-let boundaryAt = 0;
-function baseBoundary(): string {
-  if (boundaryAt + 8 > boundaryPool.length) {
-    boundaryPool = randomBytes(4096);
-    boundaryAt = 0;
-  }
-  return boundaryPool.toString('hex', boundaryAt, (boundaryAt += 8));
-}
 
 export async function composeMessage(input: ComposeInput): Promise<Buffer> {
   const options: ConstructorParameters<typeof MailComposer>[0] & { baseBoundary: string } = {
-    baseBoundary: baseBoundary(),
+    // The random part of the message's multipart boundaries: 8 bytes, as MailComposer would draw them for
+    // every MIME node it makes, once per message from the pooled CSPRNG bytes of core/ids.ts.
+    baseBoundary: randomHex(8),
     from: input.from,
     to: input.to,
     cc: input.cc.length ? input.cc : undefined,

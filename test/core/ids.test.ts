@@ -1,6 +1,6 @@
 // Random identifiers: the right length and alphabet, every character used, no two alike across pool refills.
 import t from 'tap';
-import { newPublicId, randomBase62 } from '../../src/core/ids.js';
+import { newPublicId, randomBase62, randomHex } from '../../src/core/ids.js';
 
 t.test('randomBase62 draws uniformly from [0-9A-Za-z] across pool refills', async (t) => {
   const seen = new Set<string>();
@@ -17,4 +17,6 @@ t.test('randomBase62 draws uniformly from [0-9A-Za-z] across pool refills', asyn
   const values = [...counts.values()];
   t.ok(Math.min(...values) > 800 && Math.max(...values) < 1_270, `spread ${Math.min(...values)}..${Math.max(...values)}`);
   t.match(newPublicId('em'), /^em_[0-9A-Za-z]{24}$/);
+  t.match(randomHex(8), /^[0-9a-f]{16}$/);
+  t.not(randomHex(8), randomHex(8));
 });
