@@ -12,6 +12,7 @@
 import type { AppContext } from '../context.js';
 import { DAY, HOUR } from '../core/clock.js';
 import type { JobOutcome } from '../jobs/queue.js';
+import { CHANGE_PRUNE_BATCH } from '../mailstore/index.js';
 import { PLANS } from '../config.js';
 import { PLAN_LIMITS } from './limits.js';
 
@@ -24,8 +25,6 @@ export const MAILBOX_PURGE_GRACE_MS = 30 * DAY;
 export const MAILBOX_PURGE_BATCH = 10;
 /** How long the mail store's change feed keeps a change. */
 export const MAIL_CHANGES_WINDOW_MS = 7 * DAY;
-/** Changes pruned per job run (one short transaction). */
-export const MAIL_CHANGES_PRUNE_BATCH = 5_000;
 
 const purgeCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAILBOX_PURGE_GRACE_MS);
 const changesCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAIL_CHANGES_WINDOW_MS);
@@ -78,9 +77,9 @@ export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
   if (deleted > 0) ctx.log.info({ deleted }, 'retention: deleted expired emails');
   const purged = await ctx.mailstore.purgeDeletedAccounts(purgeCutoff(ctx), MAILBOX_PURGE_BATCH);
   if (purged > 0) ctx.log.info({ purged }, 'retention: purged deleted mailboxes');
-  const pruned = await ctx.mailstore.pruneChanges(changesCutoff(ctx), MAIL_CHANGES_PRUNE_BATCH);
+  const pruned = await ctx.mailstore.pruneChanges(changesCutoff(ctx));
   if (pruned > 0) ctx.log.info({ pruned }, 'retention: pruned mail store changes');
-  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= MAIL_CHANGES_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
+  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= CHANGE_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
 }
 
 /** The hourly wake-up of a running appliance; returns a stop function. */

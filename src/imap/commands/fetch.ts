@@ -93,9 +93,7 @@ export async function readRows(s: Session, uids: number[], read: ReadMode): Prom
 export async function readRows(s: Session, uids: number[], read: ReadMode): Promise<Map<number, Row>> {
   const rows = new Map<number, Row>();
   if (uids.length === 0) return rows;
-  const first = uids[0]!;
-  const last = uids[uids.length - 1]!;
-  const which = last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] as [number, number] } : { uids };
+  const which = uidSelection(uids);
   const folderId = s.selected!.folderId;
   // 'state': flags, MODSEQ, size and content address from an index; 'summary': the same, then the header
   // summaries of the contents whose ENVELOPE is not cached; 'meta' (and 'meta+summary'): whole rows.
@@ -104,16 +102,20 @@ export async function readRows(s: Session, uids: number[], read: ReadMode): Prom
   if (read === 'summary') {
     const missing = list.filter((m) => !s.deps.summaries.get(m.blobId)?.envelope).map((m) => m.uid);
     if (missing.length) {
-      const lo = missing[0]!;
-      const hi = missing[missing.length - 1]!;
-      const some = hi - lo + 1 <= missing.length * 2 ? { uidRange: [lo, hi] as [number, number] } : { uids: missing };
-      for (const r of await s.store.listSummaries(folderId, some)) {
+      for (const r of await s.store.listSummaries(folderId, uidSelection(missing))) {
         const row = rows.get(r.uid);
         if (row) row.summaryJson = r.summaryJson;
       }
     }
   }
   return rows;
+}
+
+/** Ascending UIDs as the store reads them: one range scan when they are dense in the folder, else the list. */
+function uidSelection(uids: number[]): { uidRange: [number, number] } | { uids: number[] } {
+  const first = uids[0]!;
+  const last = uids[uids.length - 1]!;
+  return last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] } : { uids };
 }
 
 /** A message's row as FETCH reads it: its state always, the rest when an item needs it. */
