@@ -16,7 +16,7 @@ import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
 import type { ComposeInput } from '../mta/compose.js';
 import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest } from '../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
-import { emailEventRow, json, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
 
@@ -44,7 +44,7 @@ interface DomainKeyRow {
 const SYSTEM_SENDER: Omit<DomainKeyRow, 'domain_id'> = { name: '', tls_mode: 'opportunistic', selector: '', private_key_sealed: '' };
 
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
-export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `bounces+${email.public_id}@${email.from_domain}`;
+export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `${RETURN_PATH_PREFIX}${email.public_id}@${email.from_domain}`;
 
 interface Loaded {
   email: EmailRow;

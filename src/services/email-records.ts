@@ -92,3 +92,6 @@ export function timelineRow(email: Pick<EmailRow, 'id'>, at: Date, type: Timelin
 export function emailEventRow(email: EmailRow, at: Date, type: EventType, extra: Record<string, unknown> = {}): Omit<EventRow, 'id'> {
   return eventRow(at, email.team_id, type, emailEventData(email, extra));
 }
+
+/** The local part of every email's return path starts with this (delivery.ts `returnPath`; feedback.ts reads the id after it). */
+export const RETURN_PATH_PREFIX = 'bounces+';

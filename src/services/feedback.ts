@@ -11,7 +11,7 @@ import type { Queryable } from '../db/index.js';
 import { addressKey } from '../core/address.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { classifyBounce } from '../mta/bounce.js';
-import { emailEventRow, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus } from './email-status.js';
 import { addSuppression } from './suppressions.js';
 
@@ -62,8 +62,9 @@ const PUBLIC_ID_RE = /^em_[A-Za-z0-9]{6,64}$/;
 /** `bounces+em_abc@acme.example` → `em_abc`; null for any other address. */
 export function emailIdFromReturnPath(address: string): string | null {
   const local = address.slice(0, address.lastIndexOf('@'));
-  const m = /^bounces\+(.+)$/i.exec(local);
-  return m && PUBLIC_ID_RE.test(m[1]!) ? m[1]! : null;
+  if (local.slice(0, RETURN_PATH_PREFIX.length).toLowerCase() !== RETURN_PATH_PREFIX) return null;
+  const id = local.slice(RETURN_PATH_PREFIX.length);
+  return PUBLIC_ID_RE.test(id) ? id : null;
 }
 
 /** `<em_abc@mx.example>` → `em_abc` when the right side is this box. */

@@ -12,6 +12,7 @@
 import type { AppContext } from '../context.js';
 import { readsOf } from '../db/index.js';
 import type { MailboxAccount, MailStore } from '../mailstore/types.js';
+import { RETURN_PATH_PREFIX } from './email-records.js';
 import { emailIdFromReturnPath } from './feedback.js';
 import { directoryOf } from './inbound-directory.js';
 
@@ -39,7 +40,7 @@ export const POSTMASTER = 'postmaster';
 export function reservedAddress(address: string): string | null {
   const local = address.slice(0, address.lastIndexOf('@')).toLowerCase();
   if (local === DMARC_RUA_LOCAL_PART) return 'the box receives DMARC aggregate reports there';
-  if (local.startsWith('bounces+')) return 'the box receives bounce notices there';
+  if (local.startsWith(RETURN_PATH_PREFIX)) return 'the box receives bounce notices there';
   return null;
 }
 
