@@ -4,59 +4,36 @@
 //
 // Correctness does not rest on the time limit: the owners of those rows announce every change once it has
 // settled — the mail store for accounts, aliases and filter rules (`onDirectoryChange`), services/domains.ts
-// for domains (`ctx.domainChanges`) — and each announcement empties the cache. A value whose load was under
-// way when an announcement came is returned but not kept (it may have been read before the change). The
-// time limit (`ttlMs`) only bounds how long a change made by another process on the same file (the admin
-// CLI) can go unseen.
+// for domains (`ctx.domainChanges`) — and each announcement empties the cache (core/forgetful-cache.ts).
 //
 // What is not cached: a mailbox's used bytes. Routes keep the accounts as read; the RCPT quota check reads
 // fresh figures for accounts that have a quota (services/inbound-routing.ts), and the store checks again,
 // atomically, when it delivers.
-import { performance } from 'node:perf_hooks';
 import type { AppContext } from '../context.js';
+import { ForgetfulCache } from '../core/forgetful-cache.js';
 import type { FilterRule } from '../mailstore/types.js';
 
-interface Entry<V> {
-  until: number;
-  value: V;
-}
-
 export class InboundDirectory {
-  private generation = 0;
-  private readonly routes = new Map<string, Entry<unknown>>();
-  private readonly filters = new Map<number, Entry<FilterRule[]>>();
+  private readonly routes: ForgetfulCache<string, unknown>;
+  private readonly filters: ForgetfulCache<number, FilterRule[]>;
 
-  constructor(
-    private readonly ttlMs = 5_000,
-    private readonly maxEntries = 20_000,
-  ) {}
+  constructor(ttlMs = 5_000, maxEntries = 20_000) {
+    this.routes = new ForgetfulCache(ttlMs, maxEntries);
+    this.filters = new ForgetfulCache(ttlMs, maxEntries);
+  }
 
   /** Forgets everything, including what is being loaded now. */
   clear(): void {
-    this.generation++;
     this.routes.clear();
     this.filters.clear();
   }
 
   route<V>(address: string, load: () => Promise<V>): Promise<V> {
-    return this.cached(this.routes as Map<string, Entry<V>>, address, load);
+    return this.routes.get(address, load) as Promise<V>;
   }
 
   filterRules(mailboxId: number, load: () => Promise<FilterRule[]>): Promise<FilterRule[]> {
-    return this.cached(this.filters, mailboxId, load);
-  }
-
-  private async cached<K, V>(map: Map<K, Entry<V>>, key: K, load: () => Promise<V>): Promise<V> {
-    const now = performance.now();
-    const hit = map.get(key);
-    if (hit && hit.until > now) return hit.value;
-    const generation = this.generation;
-    const value = await load();
-    if (generation === this.generation) {
-      if (map.size >= this.maxEntries) map.clear();
-      map.set(key, { until: now + this.ttlMs, value });
-    }
-    return value;
+    return this.filters.get(mailboxId, load);
   }
 }
 

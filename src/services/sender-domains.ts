@@ -2,10 +2,10 @@
 // A verified domain is remembered for a few seconds per context, so that a stream of single POST /emails
 // does not read the domains table once per request. Every change that domains.ts makes to a domain (create,
 // update, verify, delete) forgets them all once it has settled (ctx.domainChanges); other rows (pending,
-// failed, not found) are never kept, so a domain that becomes verified is usable at once. A change made by another process (the admin
-// CLI) or by hand in the database is seen within SENDER_DOMAIN_TTL_MS.
-import { performance } from 'node:perf_hooks';
+// failed, not found) are never kept, so a domain that becomes verified is usable at once. A change made by
+// another process (the admin CLI) or by hand in the database is seen within SENDER_DOMAIN_TTL_MS.
 import type { AppContext } from '../context.js';
+import { ForgetfulCache } from '../core/forgetful-cache.js';
 import { readsOf } from '../db/index.js';
 
 export const SENDER_DOMAIN_TTL_MS = 5_000;
@@ -16,41 +16,26 @@ export interface SenderDomain {
   status: string;
 }
 
-interface Remembered {
-  entries: Map<string, { domain: SenderDomain; expires: number }>;
-  /** Counts the committed domain changes seen (ctx.domainChanges). */
-  generation: number;
-}
+const remembered = new WeakMap<AppContext, ForgetfulCache<string, SenderDomain | undefined>>();
 
-const remembered = new WeakMap<AppContext, Remembered>();
-
-function rememberedOf(ctx: AppContext): Remembered {
-  let r = remembered.get(ctx);
-  if (!r) {
-    const fresh: Remembered = { entries: new Map(), generation: 0 };
-    ctx.domainChanges.listen(() => {
-      fresh.entries.clear();
-      fresh.generation++;
-    });
-    remembered.set(ctx, (r = fresh));
+function rememberedOf(ctx: AppContext): ForgetfulCache<string, SenderDomain | undefined> {
+  let cache = remembered.get(ctx);
+  if (!cache) {
+    const fresh = new ForgetfulCache<string, SenderDomain | undefined>(SENDER_DOMAIN_TTL_MS, MAX_ENTRIES);
+    ctx.domainChanges.listen(() => fresh.clear());
+    remembered.set(ctx, (cache = fresh));
   }
-  return r;
+  return cache;
 }
 
 /** The team's domain of that name, if any. */
-export async function findSenderDomain(ctx: AppContext, teamId: string, name: string): Promise<SenderDomain | undefined> {
-  const r = rememberedOf(ctx);
-  const key = `${teamId}\0${name}`;
-  const hit = r.entries.get(key);
-  if (hit && hit.expires > performance.now()) return hit.domain;
-  const generation = r.generation;
-  const row = await readsOf(ctx.db)<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
-  // Kept only when no change was committed while the read ran (it may have read the row before the change).
-  if (row?.status === 'verified' && r.generation === generation) {
-    if (r.entries.size >= MAX_ENTRIES) r.entries.clear();
-    r.entries.set(key, { domain: { id: row.id, status: row.status }, expires: performance.now() + SENDER_DOMAIN_TTL_MS });
-  } else {
-    r.entries.delete(key);
-  }
-  return row ? { id: row.id, status: row.status } : undefined;
+export function findSenderDomain(ctx: AppContext, teamId: string, name: string): Promise<SenderDomain | undefined> {
+  return rememberedOf(ctx).get(
+    `${teamId}\0${name}`,
+    async () => {
+      const row = await readsOf(ctx.db)<{ id: string; status: string; team_id: string; name: string }>('domains').where({ team_id: teamId, name }).first('id', 'status');
+      return row ? { id: row.id, status: row.status } : undefined;
+    },
+    (domain) => domain?.status === 'verified',
+  );
 }
