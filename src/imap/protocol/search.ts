@@ -132,52 +132,29 @@ export function parseSearchKeys(tokens: Token[]): SearchKey {
   return keys.length === 1 ? keys[0]! : { op: 'and', keys };
 }
 
+/** True when some key of the tree (through AND, OR and NOT) has one of these operators. */
+function someKey(key: SearchKey, ops: ReadonlySet<SearchKey['op']>): boolean {
+  switch (key.op) {
+    case 'and':
+      return key.keys.some((k) => someKey(k, ops));
+    case 'or':
+      return someKey(key.a, ops) || someKey(key.b, ops);
+    case 'not':
+      return someKey(key.key, ops);
+    default:
+      return ops.has(key.op);
+  }
+}
+
+const CONTENT_OPS: ReadonlySet<SearchKey['op']> = new Set(['header', 'body', 'text', 'sentdate']);
+const INTERNALDATE_OPS: ReadonlySet<SearchKey['op']> = new Set(['internaldate']);
+const MODSEQ_OPS: ReadonlySet<SearchKey['op']> = new Set(['modseq']);
+
 /** True when the key tree needs message contents (headers or body), not just the metadata. */
+export const needsContent = (key: SearchKey): boolean => someKey(key, CONTENT_OPS);
+
 /** True when the key compares internal dates (the other metadata keys are answered from flags, size, MODSEQ). */
-export function needsInternalDate(key: SearchKey): boolean {
-  switch (key.op) {
-    case 'internaldate':
-      return true;
-    case 'and':
-      return key.keys.some(needsInternalDate);
-    case 'or':
-      return needsInternalDate(key.a) || needsInternalDate(key.b);
-    case 'not':
-      return needsInternalDate(key.key);
-    default:
-      return false;
-  }
-}
+export const needsInternalDate = (key: SearchKey): boolean => someKey(key, INTERNALDATE_OPS);
 
-export function needsContent(key: SearchKey): boolean {
-  switch (key.op) {
-    case 'header':
-    case 'body':
-    case 'text':
-    case 'sentdate':
-      return true;
-    case 'and':
-      return key.keys.some(needsContent);
-    case 'or':
-      return needsContent(key.a) || needsContent(key.b);
-    case 'not':
-      return needsContent(key.key);
-    default:
-      return false;
-  }
-}
-
-export function usesModseq(key: SearchKey): boolean {
-  switch (key.op) {
-    case 'modseq':
-      return true;
-    case 'and':
-      return key.keys.some(usesModseq);
-    case 'or':
-      return usesModseq(key.a) || usesModseq(key.b);
-    case 'not':
-      return usesModseq(key.key);
-    default:
-      return false;
-  }
-}
+/** True when the key tests MODSEQ (CONDSTORE: the SEARCH answer then carries the highest MODSEQ). */
+export const usesModseq = (key: SearchKey): boolean => someKey(key, MODSEQ_OPS);
