@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { mainThreadProfiler, threadCpuMs } from './bench-cpu.js';
+import { mainThreadProfiler, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -609,6 +609,7 @@ async function main(): Promise<void> {
       const elu0 = performance.eventLoopUtilization();
       const cpu0 = process.cpuUsage();
       const main0 = threadCpuMs();
+      let threads1 = threadsCpuMs();
       let elu1 = elu0;
       let cpu1 = cpu0;
       let main1 = main0;
@@ -671,6 +672,7 @@ async function main(): Promise<void> {
             elu1 = performance.eventLoopUtilization();
             cpu1 = process.cpuUsage();
             main1 = threadCpuMs();
+            threads1 = threadsCpuMs();
             sinkCpu1 = await call<number>({ op: 'cpu' });
           }
         }
@@ -705,6 +707,7 @@ async function main(): Promise<void> {
       const elu = performance.eventLoopUtilization(elu1);
       const cpu = process.cpuUsage(cpu1);
       const mainDeliveryMs = threadCpuMs() - main1;
+      const perThread = threadsCpuSince(threads1);
       const sinkDeliveryMs = (await call<number>({ op: 'cpu' })) - sinkCpu1;
       // Without --split the window is the whole phase, the client's thread included.
       const deliveryCpuMs = (cpu.user + cpu.system) / 1e3 - sinkDeliveryMs - (opts.split ? 0 : result!.cpuMs);
@@ -760,6 +763,7 @@ async function main(): Promise<void> {
         `  appliance CPU   per accepted email (while accepting) ${fmt(f.cpuPerAccepted, 3)} ms (main thread ${fmt(f.mainCpuPerAccepted, 3)} ms); ` +
           `per delivered email (${opts.split ? 'delivering the backlog' : 'whole phase, intake included'}) ${fmt(f.cpuPerDelivered, 3)} ms (main thread ${fmt(f.mainCpuPerDelivered, 3)} ms)`,
       );
+      console.log(`  threads' CPU    ${perThread} (the client's and the sink's threads included)`);
       if (r.errors.length) console.log(`  errors          ${r.errors.join(' | ')}`);
       if (opts.profile) printProfile(mtaTimes, queryStats, opts.n, (Math.max(sinkAllAt, dbAllAt) - t0) / 1000);
     }

@@ -91,3 +91,14 @@ t.test('the body hash: bodies already in relaxed form (hashed as they are) and t
   const body = raw.subarray(raw.indexOf('\r\n\r\n') + 4);
   t.equal(relaxedBodyHash(body), reference(body.toString('latin1')), 'a composed body');
 });
+
+t.test('signed in a render thread (where the RSA operation runs inline): mailauth verifies it', async (t) => {
+  const { RenderPool } = await import('../../src/mta/render-pool.js');
+  const { createLogger } = await import('../../src/core/logger.js');
+  const pool = new RenderPool(1, createLogger('silent'));
+  t.teardown(() => pool.close());
+  const message = { from: { address: 'a@example.test' }, to: [{ address: 'b@remote.test' }], cc: [], replyTo: [], subject: 'From a thread', html: '<p>Hello from a thread</p>', headers: {}, attachments: [], messageId: '<thread@example.test>', date: at };
+  const signed = await pool.render(message, { domain: 'example.test', selector: 'sel', pem }, at);
+  t.equal((await verify(signed)).status.result, 'pass');
+  t.match(signed.toString('latin1'), /^DKIM-Signature: v=1; a=rsa-sha256;/);
+});
