@@ -3,11 +3,13 @@
 //
 //   npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
-//                         [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
+//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
 //
-// Two phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
-// the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops. For
-// each: accepted per second, API latency p50/p99, delivered per second (from the first accept until the
+// Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
+// the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
+// sending its next request when answered (closed loop: at saturation its latency is C ÷ throughput), (c)
+// single POST /emails offered at --rate per second whatever the answers (open loop, latency counted from each
+// request's due time: the API's latency at that load). For each: accepted per second, API latency p50/p99, delivered per second (from the first accept until the
 // sink has every message, and until GET /emails shows every one delivered), peak RSS. Before them a warm-up
 // of --warmup emails (2,000; batch), delivered and not counted: the figures are those of a box that has been
 // running, not of V8 still compiling its hot paths (on a 2-core box that compiling takes a third of a core
@@ -43,7 +45,9 @@ interface Options {
   deliveryConcurrency: number | undefined;
   connectionsPerHost: number | undefined;
   renderThreads: number | undefined;
-  phases: Array<'batch' | 'single'>;
+  phases: Array<'batch' | 'single' | 'paced'>;
+  /** Requests per second offered by the paced phase. */
+  rate: number;
   tls: boolean;
   split: boolean;
   profile: boolean;
@@ -63,7 +67,8 @@ function parseArgs(argv: string[]): Options {
     deliveryConcurrency: undefined,
     connectionsPerHost: undefined,
     renderThreads: undefined,
-    phases: ['batch', 'single'],
+    phases: ['batch', 'single', 'paced'],
+    rate: 500,
     tls: true,
     split: false,
     profile: false,
@@ -108,10 +113,13 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--phases': {
         const list = (value() ?? '').split(',').map((s) => s.trim());
-        if (!list.length || list.some((p) => p !== 'batch' && p !== 'single')) throw new Error('--phases takes batch, single or batch,single');
+        if (!list.length || list.some((p) => p !== 'batch' && p !== 'single' && p !== 'paced')) throw new Error('--phases takes a list of batch, single, paced');
         o.phases = list as Options['phases'];
         break;
       }
+      case '--rate':
+        o.rate = int('rate', value(), 1);
+        break;
       case '--no-tls':
         o.tls = false;
         break;
@@ -132,7 +140,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -179,10 +187,12 @@ interface SinkSummary {
 interface ClientJob {
   url: string;
   apiKey: string;
-  mode: 'batch' | 'single';
+  mode: 'batch' | 'single' | 'paced';
   n: number;
   /** Parallel request loops. */
   concurrency: number;
+  /** paced: requests per second, each due at first + i / rate whatever the answers to the others. */
+  rate: number;
   batchSize: number;
   /** Index of the first email (recipients and subjects are numbered across phases). */
   first: number;
@@ -328,6 +338,9 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
 
 // ------------------------------------------------------------------------------------ worker: API client
 
+/** Request loops of the paced phase: enough that the client never waits for an answer to send on time. */
+const PACED_LOOPS = 512;
+
 async function runClient(job: ClientJob): Promise<ClientResult> {
   const cpuAtStart = threadCpuMs();
   const result: ClientResult = { firstRequestAt: 0, firstAcceptAt: 0, lastAcceptAt: 0, accepted: 0, refused: 0, errors: [], latencies: [], cpuMs: 0 };
@@ -341,6 +354,7 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
     ...(job.scheduledAt ? { scheduled_at: job.scheduledAt } : {}),
   });
   const unit = job.mode === 'batch' ? job.batchSize : 1;
+  const pacedFrom = wallNow();
   const requests = Math.ceil(job.n / unit);
   let next = 0;
   const note = (e: string) => {
@@ -358,7 +372,14 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
           ? JSON.stringify({ emails: Array.from({ length: count }, (_, k) => email(from + k)) })
           : JSON.stringify(email(from));
       const url = job.url + (job.mode === 'batch' ? '/emails/batch' : '/emails');
-      const started = wallNow();
+      // Paced (open loop): request r is due at a fixed time and its latency counts from then, so that a slow
+      // answer is not hidden by the requests it held back (no coordinated omission).
+      let started = wallNow();
+      if (job.mode === 'paced') {
+        const due = pacedFrom + (r * 1000) / job.rate;
+        if (due > started) await sleep(due - started);
+        started = due;
+      }
       if (!result.firstRequestAt) result.firstRequestAt = started;
       let res: Response;
       let text: string;
@@ -591,7 +612,7 @@ async function main(): Promise<void> {
 
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
-        `singles × ${opts.concurrency}; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads}, ` +
+        `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads}, ` +
         `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
@@ -612,7 +633,12 @@ async function main(): Promise<void> {
       ...opts.phases.map((phase) => ({ phase, n: opts.n, warmup: false })),
     ];
     for (const { phase, n, warmup } of plan) {
-      const label = phase === 'batch' ? `(a) POST /emails/batch × ${opts.batchSize}` : `(b) POST /emails × ${opts.concurrency} loops`;
+      const label =
+        phase === 'batch'
+          ? `(a) POST /emails/batch × ${opts.batchSize}`
+          : phase === 'single'
+            ? `(b) POST /emails × ${opts.concurrency} loops (closed loop: each sends its next when answered)`
+            : `(c) POST /emails paced at ${opts.rate}/s (open loop: latency from each request's due time)`;
       const sinkBase = Atomics.load(counters, ACCEPTED);
       const dbBase = await deliveredInDb();
       phasePeakRss = process.memoryUsage.rss();
@@ -637,7 +663,8 @@ async function main(): Promise<void> {
         apiKey,
         mode: phase,
         n: n,
-        concurrency: phase === 'batch' ? opts.batchConcurrency : opts.concurrency,
+        concurrency: phase === 'batch' ? opts.batchConcurrency : phase === 'single' ? opts.concurrency : PACED_LOOPS,
+        rate: opts.rate,
         batchSize: opts.batchSize,
         first: sent,
         html,
@@ -666,6 +693,7 @@ async function main(): Promise<void> {
           const cpu = process.cpuUsage(cpu0);
           const mainCpuMs = threadCpuMs() - main0;
           await profiler?.stop(`${phase}-intake`);
+          if (!opts.split) await profiler?.start(); // the rest: delivering what is still queued
           const sinkNow = await call<number>({ op: 'cpu' });
           intake = {
             applianceCpuMs: (cpu.user + cpu.system) / 1e3 - result.cpuMs - (sinkNow - sinkCpu0),
@@ -803,18 +831,25 @@ async function main(): Promise<void> {
     const correct = statuses.delivered === expected && sink.distinct === expected && sink.duplicates === 0 && jobs.ready === 0 && jobs.dead === 0;
     if (!correct) exitCode = 1;
 
-    const worstP99 = Math.max(...figures.map((f) => (f.name === 'batch' ? f.perEmailP99! : f.latP99)));
-    const worstSingleP99 = figures.find((f) => f.name === 'single')?.latP99;
-    const minDelivered = Math.min(...figures.map((f) => Math.min(f.sinkPerS, f.dbPerS)));
-    const met = minDelivered >= 1000 && (worstSingleP99 ?? worstP99) < 50;
+    // The targets, each on its own: ≥ 1,000 delivered/s where the offered load is not capped (batch, single);
+    // p99 < 50 ms for a single POST /emails, closed loop (at saturation: latency there is concurrency ÷
+    // throughput) and paced (at the offered rate).
+    const delivered = figures.filter((f) => f.name !== 'paced').map((f) => Math.min(f.sinkPerS, f.dbPerS));
+    const verdicts = [
+      ...(delivered.length ? [`≥1000 delivered/s ${Math.min(...delivered) >= 1000 ? 'met' : 'missed'}`] : []),
+      ...figures.filter((f) => f.name !== 'batch').map((f) => `p99 < 50 ms (${f.name}) ${f.latP99 < 50 ? 'met' : 'missed'}`),
+    ];
+    const dlv = (f: PhaseFigures) => fmt(Math.min(f.sinkPerS, f.dbPerS), 0);
     const parts = figures.map((f) =>
       f.name === 'batch'
-        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`
-        : `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${fmt(Math.min(f.sinkPerS, f.dbPerS), 0)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`,
+        ? `batch: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 0)}/${fmt(f.latP99, 0)} ms per batch (${fmt(f.perEmailP50!, 2)}/${fmt(f.perEmailP99!, 2)} per email), ${dlv(f)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`
+        : f.name === 'single'
+          ? `single×${opts.concurrency}: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${dlv(f)} dlv/s, ${cpuText(f)}, ${mb(f.peakRss)}`
+          : `paced ${opts.rate}/s: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${dlv(f)} dlv/s, ${cpuText(f)}`,
     );
     console.log(
       `\nSUMMARY n=${opts.n}${opts.warmup ? ` after a warm-up of ${opts.warmup}` : ''}: ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
-        `target (≥1000 delivered/s, p99 < 50 ms) ${met ? 'met' : 'missed'}`,
+        `targets: ${verdicts.join(', ')}`,
     );
   } catch (err) {
     console.error(`bench-send failed: ${err instanceof Error ? err.stack : String(err)}`);
