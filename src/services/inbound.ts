@@ -7,12 +7,12 @@
 //      bounce and complaint notices applied to our emails, DMARC aggregate reports. Only then does the
 //      adapter answer 250. A failure before the end answers 4xx and the sender retries (at-least-once).
 // The database writes of messages arriving together share one transaction (group commit, db/batcher.ts).
-import { authenticate, type AuthenticateResult } from 'mailauth';
 import type { AppContext } from '../context.js';
 import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/index.js';
 import { randomBase62 } from '../core/ids.js';
 import { cachedLookups } from '../dns/cached-lookups.js';
+import { checkMessage, type AuthInput, type AuthVerdict, type InboundAuthPool } from './inbound-auth.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
@@ -54,14 +54,14 @@ export interface InboundReceiver {
   receive(message: InboundMessage): Promise<ReceiveResult>;
 }
 
-function summarize(auth: AuthenticateResult | null, header: string): AuthSummary {
+function summarize(auth: AuthVerdict | null, header: string): AuthSummary {
   if (!auth) return { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', arc: 'temperror', header };
-  const dkim = auth.dkim.results ?? [];
+  const dkim = auth.dkim;
   return {
-    spf: auth.spf ? auth.spf.status.result : 'none',
-    dkim: dkim.length === 0 ? 'none' : dkim.some((r) => r.status.result === 'pass') ? 'pass' : (dkim[0]!.status.result as string),
-    dmarc: auth.dmarc ? auth.dmarc.status.result : 'none',
-    arc: auth.arc ? auth.arc.status.result : 'none',
+    spf: auth.spf ?? 'none',
+    dkim: dkim.length === 0 ? 'none' : dkim.some((r) => r === 'pass') ? 'pass' : dkim[0]!,
+    dmarc: auth.dmarc ? auth.dmarc.result : 'none',
+    arc: auth.arc ?? 'none',
     header,
   };
 }
@@ -89,7 +89,11 @@ export function stripOwnAuthResults(raw: Buffer, authservId: string): Buffer {
 
 const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255);
 
-export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null): InboundReceiver {
+/**
+ * The receiver. `auth` runs the mailauth checks on its threads (services/inbound-auth.ts); without it they
+ * run on this thread through the context's resolver.
+ */
+export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null, auth?: InboundAuthPool): InboundReceiver {
   const log = ctx.log.child({ component: 'mx' });
   const hostname = ctx.config.hostname;
   const lookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
@@ -100,16 +104,10 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     return jobs.map(() => undefined);
   });
 
-  async function check(message: InboundMessage): Promise<AuthenticateResult | null> {
+  async function check(message: InboundMessage): Promise<AuthVerdict | null> {
+    const input: AuthInput = { raw: message.raw, ip: message.client.ip, helo: message.client.helo, sender: message.mailFrom, mta: hostname };
     try {
-      return await authenticate(message.raw, {
-        ip: message.client.ip,
-        helo: message.client.helo,
-        sender: message.mailFrom,
-        mta: hostname,
-        resolver: (name: string, rrtype: string) => lookup(name, rrtype) as Promise<string[] | string[][]>,
-        disableBimi: true,
-      });
+      return await (auth ? auth.check(input, ctx.clock.now()) : checkMessage(input, lookup));
     } catch (err) {
       log.warn({ err }, 'mailauth could not check a message');
       return null;
@@ -127,12 +125,12 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const summary = summarize(auth, authHeaders.replace(/\r?\n[ \t]*/g, ' ').trim());
 
     const dmarc = auth?.dmarc;
-    const dmarcReject = Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'reject');
+    const dmarcReject = Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'reject');
     if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
       log.info({ queueId, from: message.mailFrom, domain: dmarc ? dmarc.domain : null }, 'refused: DMARC policy reject');
-      return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc ? dmarc.domain : 'its domain'} publishes p=reject` };
+      return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc?.domain ?? 'its domain'} publishes p=reject` };
     }
-    const junk = dmarcReject || Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'quarantine');
+    const junk = dmarcReject || Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'quarantine');
 
     const rcpts = message.routes.map((r) => r.address);
     const received =
