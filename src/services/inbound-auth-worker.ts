@@ -12,10 +12,18 @@ const data = workerData as AuthWorkerData;
 let clock = { at: Date.now(), received: Date.now() };
 const lookup = cachedLookups(createResolver(data.dnsServers, data.dnsTimeoutMs), () => clock.at + (Date.now() - clock.received));
 
-parentPort!.on('message', (req: AuthRequest) => {
-  clock = { at: req.now, received: Date.now() };
-  checkMessage(req.input, lookup).then(
-    (verdict) => parentPort!.postMessage({ id: req.id, verdict } satisfies AuthReply),
-    (err: unknown) => parentPort!.postMessage({ id: req.id, error: err instanceof Error ? err.message : String(err) } satisfies AuthReply),
-  );
+// Answers finished in one turn of this thread's event loop go back together (one wake-up of the caller).
+const outbox: AuthReply[] = [];
+const answer = (reply: AuthReply) => {
+  if (outbox.push(reply) === 1) setImmediate(() => parentPort!.postMessage(outbox.splice(0)));
+};
+
+parentPort!.on('message', (requests: AuthRequest[]) => {
+  for (const req of requests) {
+    clock = { at: req.now, received: Date.now() };
+    checkMessage(req.input, lookup).then(
+      (verdict) => answer({ id: req.id, verdict }),
+      (err: unknown) => answer({ id: req.id, error: err instanceof Error ? err.message : String(err) }),
+    );
+  }
 });

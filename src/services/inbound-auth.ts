@@ -69,6 +69,7 @@ export interface AuthWorkerData {
   dnsTimeoutMs: number;
 }
 
+/** Posted to a thread in arrays: the requests of one turn of the caller's event loop; answered likewise. */
 export interface AuthRequest {
   id: number;
   input: AuthInput;
@@ -86,6 +87,8 @@ export class AuthCheckError extends Error {
 interface Thread {
   worker: Worker;
   pending: Map<number, { request: AuthRequest; resolve(v: AuthVerdict): void; reject(err: Error): void }>;
+  /** Requests made in this turn of the event loop, posted together at its end (one wake-up of the thread). */
+  outbox: AuthRequest[];
 }
 
 export class InboundAuthPool {
@@ -113,7 +116,7 @@ export class InboundAuthPool {
     const request: AuthRequest = { id: this.nextId++, input, now: now.getTime() };
     return new Promise<AuthVerdict>((resolve, reject) => {
       thread.pending.set(request.id, { request, resolve, reject });
-      thread.worker.postMessage(request);
+      if (thread.outbox.push(request) === 1) setImmediate(() => thread.worker.postMessage(thread.outbox.splice(0)));
     });
   }
 
@@ -142,13 +145,15 @@ export class InboundAuthPool {
         ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData: this.data })
         : new Worker(new URL(url), { workerData: this.data });
     worker.unref();
-    const thread: Thread = { worker, pending: new Map() };
-    worker.on('message', (reply: AuthReply) => {
-      const waiting = thread.pending.get(reply.id);
-      if (!waiting) return;
-      thread.pending.delete(reply.id);
-      if ('verdict' in reply) waiting.resolve(reply.verdict);
-      else waiting.reject(new AuthCheckError(reply.error));
+    const thread: Thread = { worker, pending: new Map(), outbox: [] };
+    worker.on('message', (replies: AuthReply[]) => {
+      for (const reply of replies) {
+        const waiting = thread.pending.get(reply.id);
+        if (!waiting) continue;
+        thread.pending.delete(reply.id);
+        if ('verdict' in reply) waiting.resolve(reply.verdict);
+        else waiting.reject(new AuthCheckError(reply.error));
+      }
     });
     let dead = false;
     const fail = (err: Error) => {

@@ -48,6 +48,17 @@ t.test('a thread gives the verdict the main thread gives', async (t) => {
   t.equal(failing.dmarc?.result, 'fail');
 });
 
+t.test('checks asked for together (posted to the thread as one batch) each get their own verdict', async (t) => {
+  const { signed, pool } = await setup(t);
+  const threads = pool(2);
+  const ips = Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? '192.0.2.1' : '127.0.0.1'));
+  const verdicts = await Promise.all(ips.map((ip) => threads.check(input(signed, ip), new Date(T0))));
+  t.same(
+    verdicts.map((v) => v.spf),
+    ips.map((ip) => (ip === '127.0.0.1' ? 'pass' : 'fail')),
+  );
+});
+
 t.test("a thread keeps DNS answers on the caller's clock", async (t) => {
   const { dns, signed, pool } = await setup(t);
   const threads = pool(1);
