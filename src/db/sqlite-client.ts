@@ -4,8 +4,9 @@
 //    texts). node-sqlite3 runs every `db.all(sql, …)` as two trips through libuv's thread pool — prepare,
 //    then step — each a thread wake-up and an event-loop wake-up; a kept statement makes it one, and SQLite
 //    parses the text once. knex still builds the text; the same text is the same statement. A statement
-//    whose preparation fails is not kept (the caller gets the error). The statements are finalized before
-//    their connection closes.
+//    whose preparation fails is not kept (the caller gets the error); nor one whose bindings would take the
+//    connection's kept statements past KEPT_BINDING_BYTES (SQLite holds a statement's last bound values).
+//    The statements are finalized before their connection closes.
 // 2. Write transactions start with BEGIN IMMEDIATE. A plain (deferred) BEGIN that reads first and writes
 //    later cannot wait for another process's write lock: SQLite answers SQLITE_BUSY at once, because the
 //    transaction's snapshot is already stale. With IMMEDIATE the lock is taken at BEGIN, where busy_timeout
@@ -66,41 +67,102 @@ function callMethod(obj: QueryObject): 'run' | 'all' {
   }
 }
 
+/**
+ * Bound values a connection's kept statements may hold, in bytes: SQLite keeps a statement's last bindings
+ * (its own copy of every string and blob) until it runs again, so a kept statement that stored a large
+ * attachment would hold it. A run that would go past this is done with a statement that is not kept.
+ */
+export const KEPT_BINDING_BYTES = 8 * 1024 * 1024;
+
+interface Kept {
+  stmt: RawStatement;
+  /** Its last bindings' size. */
+  bytes: number;
+  /**
+   * While it is being prepared: the callers whose runs are queued on it (a failed preparation drops them
+   * without calling them back, so they hear of it here).
+   */
+  preparing: Set<(err: Error) => void> | null;
+}
+interface Cache {
+  kept: Map<string, Kept>;
+  bytes: number;
+}
+
 // Keyed by connection: knex runs a transaction's queries through a copy of the client without its fields.
-const statements = new WeakMap<RawConnection, Map<string, RawStatement>>();
+const caches = new WeakMap<RawConnection, Cache>();
 
 /** How many prepared statements a connection keeps now (for tests). */
-export const keptStatements = (connection: object): number => statements.get(connection as RawConnection)?.size ?? 0;
+export const keptStatements = (connection: object): number => caches.get(connection as RawConnection)?.kept.size ?? 0;
+
+function bindingBytes(bindings: unknown[] | undefined): number {
+  let n = 0;
+  for (const b of bindings ?? []) {
+    if (typeof b === 'string') n += b.length;
+    else if (b instanceof Uint8Array) n += b.byteLength;
+    else n += 8;
+  }
+  return n;
+}
+
+function drop(cache: Cache, sql: string): void {
+  const entry = cache.kept.get(sql);
+  if (!entry) return;
+  cache.kept.delete(sql);
+  cache.bytes -= entry.bytes;
+  // Runs once the statement's queued calls are done.
+  entry.stmt.finalize();
+}
 
 /** knex's sqlite3 client, reusing prepared statements (the read-only connections use it as it is). */
 export class CachedSqliteClient extends ClientSqlite3 {
   _query(connection: RawConnection, obj: QueryObject): Promise<QueryObject> {
     const sql = obj.sql;
     if (!sql) return Promise.reject(new Error('The query is empty'));
-    let cache = statements.get(connection);
-    if (!cache) statements.set(connection, (cache = new Map()));
+    let cache = caches.get(connection);
+    if (!cache) caches.set(connection, (cache = { kept: new Map(), bytes: 0 }));
+    const c = cache;
+    const bytes = bindingBytes(obj.bindings);
     return new Promise((resolve, reject) => {
-      let stmt = cache.get(sql);
-      if (stmt) {
-        // Most recently used last.
-        cache.delete(sql);
-        cache.set(sql, stmt);
+      let stmt: RawStatement;
+      let keep = true;
+      let entry = c.kept.get(sql);
+      if (entry) {
+        stmt = entry.stmt;
+        c.kept.delete(sql);
+        c.bytes -= entry.bytes;
+        if (c.bytes + bytes > KEPT_BINDING_BYTES) keep = false;
+        else {
+          // Most recently used last.
+          c.kept.set(sql, entry);
+          entry.bytes = bytes;
+          c.bytes += bytes;
+        }
       } else {
-        // A failed preparation drops the calls queued behind it without calling them: the error comes here.
-        const fresh: RawStatement = new Statement(connection, sql, (err) => {
-          if (!err) return;
-          if (cache.get(sql) === fresh) cache.delete(sql);
-          reject(err);
-        });
-        stmt = fresh;
-        cache.set(sql, stmt);
-        if (cache.size > STATEMENT_CACHE_SIZE) {
-          const [oldest, old] = cache.entries().next().value!;
-          cache.delete(oldest);
-          // Runs once the statement's queued calls are done.
-          old.finalize();
+        const fresh: Kept = {
+          stmt: new Statement(connection, sql, (err) => {
+            const waiting = fresh.preparing;
+            fresh.preparing = null;
+            if (!err) return;
+            if (c.kept.get(sql) === fresh) {
+              c.kept.delete(sql);
+              c.bytes -= fresh.bytes;
+            }
+            for (const fail of waiting ?? []) fail(err);
+          }),
+          bytes,
+          preparing: new Set(),
+        };
+        entry = fresh;
+        stmt = fresh.stmt;
+        keep = c.bytes + bytes <= KEPT_BINDING_BYTES;
+        if (keep) {
+          c.kept.set(sql, fresh);
+          c.bytes += bytes;
+          if (c.kept.size > STATEMENT_CACHE_SIZE) drop(c, c.kept.keys().next().value!);
         }
       }
+      entry.preparing?.add(reject);
       stmt[callMethod(obj)](obj.bindings ?? [], function (err, rows) {
         if (err) return reject(err);
         obj.response = rows;
@@ -108,15 +170,18 @@ export class CachedSqliteClient extends ClientSqlite3 {
         obj.context = this;
         resolve(obj);
       });
+      // Not kept: finalized once this run (queued ahead of it) is done.
+      if (!keep) stmt.finalize();
     });
   }
 
   override async destroyRawConnection(connection: unknown): Promise<void> {
-    const cache = statements.get(connection as RawConnection);
+    const cache = caches.get(connection as RawConnection);
     if (cache) {
       // sqlite3_close refuses a connection with unfinalized statements.
-      await Promise.all([...cache.values()].map((s) => new Promise<void>((resolve) => s.finalize(() => resolve()))));
-      cache.clear();
+      await Promise.all([...cache.kept.values()].map((k) => new Promise<void>((resolve) => k.stmt.finalize(() => resolve()))));
+      cache.kept.clear();
+      cache.bytes = 0;
     }
     return super.destroyRawConnection(connection);
   }

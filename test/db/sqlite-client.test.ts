@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { DB_FILE, openDatabase, readsOf, type Db } from '../../src/db/index.js';
-import { keptStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-client.js';
+import { KEPT_BINDING_BYTES, keptStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-client.js';
 
 async function open(t: Test): Promise<Db> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-sqlite-client-'));
@@ -60,6 +60,43 @@ t.test('failures: a text that does not prepare is not kept; a kept statement tha
   await t.rejects(db('things').insert({ name: 'a', n: 2 }), /UNIQUE constraint failed/, 'constraint failure');
   t.same(await db('things').insert({ name: 'b', n: 2 }), [2], 'the same statement runs again');
   t.same(await db('things').orderBy('id').select('name', 'n'), [{ name: 'a', n: 1 }, { name: 'b', n: 2 }]);
+});
+
+t.test('a text that fails to prepare fails every caller waiting on it', async (t) => {
+  const db = await open(t);
+  await db.transaction(async (trx) => {
+    // Two runs queued on one statement while it is being prepared.
+    const [a, b] = await Promise.allSettled([trx.raw('SELECT nope FROM things'), trx.raw('SELECT nope FROM things')]);
+    t.equal(a.status, 'rejected');
+    t.equal(b.status, 'rejected');
+  });
+});
+
+t.test(`statements holding more than ${KEPT_BINDING_BYTES} bytes of bound values together are not kept`, async (t) => {
+  const db = await open(t);
+  const conn = await writerConnection(db);
+  await db.schema.createTable('blobs', (tb) => {
+    tb.increments('id');
+    tb.binary('raw').notNullable();
+  });
+  const big = Buffer.alloc(KEPT_BINDING_BYTES / 2 + 1, 7);
+  const before = keptStatements(conn);
+  await db('blobs').insert({ raw: Buffer.from('small') });
+  t.equal(keptStatements(conn), before + 1, 'a small insert is kept');
+  await db('blobs').insert({ raw: big });
+  t.equal(keptStatements(conn), before + 1, 'the same text with a big value: still kept (within the budget)');
+  await db('blobs').insert([{ raw: big }, { raw: big }]);
+  t.equal(keptStatements(conn), before + 1, 'a text whose values alone pass the budget is not kept');
+  await db('blobs').insert({ raw: big });
+  await db.raw('SELECT ? AS v', [big]);
+  t.equal(keptStatements(conn), before + 1, 'nor one that would take the kept total past it');
+  const rows = (await db('blobs').orderBy('id').select('raw')) as Array<{ raw: Buffer }>;
+  t.same(
+    rows.map((r) => r.raw.length),
+    [5, big.length, big.length, big.length, big.length],
+    'every value stored whole',
+  );
+  t.ok(rows.slice(1).every((r) => r.raw.equals(big)));
 });
 
 t.test('a kept statement sees a later schema change', async (t) => {
