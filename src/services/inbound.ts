@@ -1,5 +1,6 @@
 // Receiving one message at the MX, after its recipients were accepted (services/inbound-routing.ts):
-//   1. authenticate it with mailauth (SPF, DKIM, DMARC, ARC) through the box's resolver;
+//   1. authenticate it with mailauth (SPF, DKIM, DMARC, ARC) through the box's resolver (inbound-auth.ts:
+//      on worker threads);
 //   2. decide: a DMARC failure under p=reject is refused, or filed as junk (MAIL_INBOUND_DMARC_REJECT);
 //   3. prepend our trace headers (Return-Path, Authentication-Results, Received-SPF, Received), after removing
 //      any Authentication-Results that claims to be ours (RFC 8601 §5);
@@ -11,8 +12,7 @@ import type { AppContext } from '../context.js';
 import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/index.js';
 import { randomBase62 } from '../core/ids.js';
-import { cachedLookups } from '../dns/cached-lookups.js';
-import { checkMessage, type AuthInput, type AuthVerdict, type InboundAuthPool } from './inbound-auth.js';
+import type { AuthInput, AuthVerdict, InboundAuthPool } from './inbound-auth.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
@@ -89,14 +89,10 @@ export function stripOwnAuthResults(raw: Buffer, authservId: string): Buffer {
 
 const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255);
 
-/**
- * The receiver. `auth` runs the mailauth checks on its threads (services/inbound-auth.ts); without it they
- * run on this thread through the context's resolver.
- */
-export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null, auth?: InboundAuthPool): InboundReceiver {
+/** The receiver; `auth` runs the mailauth checks (services/inbound-auth.ts: on its threads, or inline). */
+export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null, auth: InboundAuthPool): InboundReceiver {
   const log = ctx.log.child({ component: 'mx' });
   const hostname = ctx.config.hostname;
-  const lookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
   const writer = new Batcher<(trx: Tx) => Promise<void>, void>(async (jobs) => {
     await ctx.db.transaction(async (trx) => {
       for (const job of jobs) await job(trx);
@@ -107,7 +103,7 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
   async function check(message: InboundMessage): Promise<AuthVerdict | null> {
     const input: AuthInput = { raw: message.raw, ip: message.client.ip, helo: message.client.helo, sender: message.mailFrom, mta: hostname };
     try {
-      return await (auth ? auth.check(input, ctx.clock.now()) : checkMessage(input, lookup));
+      return await auth.check(input, ctx.clock.now());
     } catch (err) {
       log.warn({ err }, 'mailauth could not check a message');
       return null;
