@@ -19,6 +19,8 @@ import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webho
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver } from './services/inbound.js';
+import { checkMessage, InboundAuthPool } from './services/inbound-auth.js';
+import { cachedLookups } from './dns/cached-lookups.js';
 import { createMailboxDelivery } from './services/inbound-mailbox.js';
 import { SmtpGuards } from './limits/smtp-guards.js';
 import { startSubmission, type SubmissionListeners } from './smtp/submission.js';
@@ -65,6 +67,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   let imap: ImapServer | undefined;
   let mta: Mta | undefined;
   let renderer: RenderPool | undefined;
+  let authPool: InboundAuthPool | undefined;
   let stopWebhooks = () => {};
   let closeWebhooks = () => {};
   try {
@@ -89,7 +92,11 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
-    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore)) });
+    // The MX's mailauth checks on their own threads, each with a resolver built from the config; an injected
+    // resolver (ContextOptions.dns) cannot be handed to a thread, so then they run on this one.
+    const inlineLookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
+    const auth = (authPool = new InboundAuthPool(opts.dns ? 0 : config.inboundAuthThreads, { dnsServers: config.dnsServers, dnsTimeoutMs: config.dnsTimeoutMs }, (input) => checkMessage(input, inlineLookup), ctx.log.child({ component: 'mx' })));
+    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore), auth) });
     ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
     const mxListener = mx;
     const loginGuards = new SmtpGuards(ctx.clock);
@@ -116,6 +123,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
         (stopping ??= (async () => {
           await server.close();
           await mxListener.close();
+          await auth.close();
           await submissionListeners.close();
           await pop3Listeners.close();
           await imapServer.close();
@@ -136,6 +144,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   } catch (err) {
     await api?.close(0);
     await mx?.close();
+    await authPool?.close();
     await submission?.close();
     await pop3?.close();
     await imap?.close();

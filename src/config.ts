@@ -51,6 +51,8 @@ export interface Config {
   connectionsPerHost: number;
   /** Worker threads that compose and DKIM-sign outgoing messages; 0 renders on the main thread. */
   renderThreads: number;
+  /** Worker threads that run the MX's mailauth checks (SPF, DKIM, DMARC, ARC); 0 checks on the main thread. */
+  inboundAuthThreads: number;
   /** Connect/greeting/command timeout for outbound SMTP (ms). */
   smtpTimeoutMs: number;
   tlsCert: string | null;
@@ -195,6 +197,7 @@ const FIELDS = [
   field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', decimal('must be 1..1000').pipe(z.number().min(1, 'must be 1..1000').max(1000, 'must be 1..1000'))),
   field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', decimal('must be 1..100').pipe(z.number().min(1, 'must be 1..100').max(100, 'must be 1..100'))),
   field('renderThreads', 'MAIL_RENDER_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),
+  field('inboundAuthThreads', 'MAIL_INBOUND_AUTH_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),
   field('smtpTimeoutMs', 'MAIL_SMTP_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(1000, 'must be at least 1000').max(600000, 'must be at most 600000'))),
   field('tlsCert', 'MAIL_TLS_CERT', nullable(z.string())),
   field('tlsKey', 'MAIL_TLS_KEY', nullable(z.string())),

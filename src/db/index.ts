@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrations } from './migrations/index.js';
-import { ImmediateSqliteClient } from './sqlite-client.js';
+import { CachedSqliteClient, ImmediateSqliteClient } from './sqlite-client.js';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -64,7 +64,7 @@ export async function openDatabase(dataDir: string): Promise<Db> {
     },
   });
   const reads = knex({
-    client: 'sqlite3',
+    client: CachedSqliteClient as unknown as typeof knex.Client,
     connection: { filename: path.join(dataDir, DB_FILE) },
     useNullAsDefault: true,
     pool: {

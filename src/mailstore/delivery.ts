@@ -1,7 +1,7 @@
 // Storing new messages: `deliver` (MX, filters) and `append` (IMAP APPEND, Sent copies) share one
 // group-commit writer (src/db/batcher.ts). The calls that arrive while a write transaction runs share the
-// next one: one multi-row statement each for blobs, messages and changes, one statement each for the folder
-// and mailbox counters. The SHA-256 and the header summary are computed before queueing, outside the
+// next one: one statement reads the mailboxes and target folders, one multi-row statement each writes blobs,
+// messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header summary are computed before queueing, outside the
 // transaction. A call that fails on its own terms (quota, unknown mailbox or folder) fails alone; the
 // others in its batch commit.
 import { createHash } from 'node:crypto';
@@ -25,7 +25,6 @@ import {
   type ChangeRow,
   type Core,
   type FolderRow,
-  type MailboxRow,
   type MailboxState,
   type MessageRow,
   type Pending,
@@ -119,10 +118,11 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
     const mailboxIds = unique(items.flatMap((i) => i.targets.map((t) => t.mailboxId)));
     const paths = unique(items.flatMap((i) => i.targets.map((t) => t.path)));
     const mailboxes = new Map<number, MailboxState>();
-    for (const row of await selectIn<MailboxRow, number>(mailboxIds, (c) => trx('mailboxes').whereIn('id', c))) mailboxes.set(row.id, mailboxState(row));
     const folders = new Map<string, FolderState>();
-    const folderRows = await selectIn<FolderRow, number>(mailboxIds, (c) => trx('mail_folders').whereIn('mailbox_id', c).whereIn('path', paths));
-    for (const row of folderRows) folders.set(folderKey(row.mailbox_id, row.path), { row, uidNext: row.uid_next, modseq: row.highest_modseq, dirty: false });
+    for (const { mailbox, folder } of await loadTargets(trx, mailboxIds, paths)) {
+      if (!mailboxes.has(mailbox.id)) mailboxes.set(mailbox.id, mailbox);
+      if (folder) folders.set(folderKey(folder.mailbox_id, folder.path), { row: folder, uidNext: folder.uid_next, modseq: folder.highest_modseq, dirty: false });
+    }
 
     const messages: MessageRow[] = [];
     const changes: ChangeRow[] = [];
@@ -164,6 +164,62 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
   });
   announce(core, pending);
   return outcomes;
+}
+
+/** The mailbox columns mailboxState reads and the folder's, as `loadTargets` selects them. */
+const TARGET_COLUMNS = [
+  'm.id AS m_id',
+  'm.deleted_at AS m_deleted_at',
+  'm.quota_bytes AS m_quota_bytes',
+  'm.used_bytes AS m_used_bytes',
+  'm.highest_modseq AS m_highest_modseq',
+  'm.last_uid_validity AS m_last_uid_validity',
+  'f.id AS f_id',
+  'f.path AS f_path',
+  'f.special_use AS f_special_use',
+  'f.subscribed AS f_subscribed',
+  'f.uid_validity AS f_uid_validity',
+  'f.uid_next AS f_uid_next',
+  'f.highest_modseq AS f_highest_modseq',
+  'f.created_at AS f_created_at',
+].join(', ');
+
+/**
+ * The mailboxes and those of their folders named in `paths`, read in one statement (a mailbox row per
+ * folder found, or one with no folder): a batch's state before it is placed.
+ */
+async function loadTargets(trx: Tx, mailboxIds: number[], paths: string[]): Promise<Array<{ mailbox: MailboxState; folder: FolderRow | null }>> {
+  type Row = Record<string, number | string | null>;
+  const rows = await selectIn<Row, number>(mailboxIds, (c) =>
+    trx.raw(
+      `SELECT ${TARGET_COLUMNS} FROM mailboxes m LEFT JOIN mail_folders f ON f.mailbox_id = m.id AND f.path IN (${paths.map(() => '?').join(',')}) WHERE m.id IN (${c.map(() => '?').join(',')})`,
+      [...paths, ...c],
+    ),
+  );
+  return rows.map((r) => ({
+    mailbox: mailboxState({
+      id: r.m_id as number,
+      deleted_at: r.m_deleted_at as string | null,
+      quota_bytes: r.m_quota_bytes as number,
+      used_bytes: r.m_used_bytes as number,
+      highest_modseq: r.m_highest_modseq as number,
+      last_uid_validity: r.m_last_uid_validity as number,
+    }),
+    folder:
+      r.f_id === null
+        ? null
+        : {
+            id: r.f_id as number,
+            mailbox_id: r.m_id as number,
+            path: r.f_path as string,
+            special_use: r.f_special_use as string | null,
+            subscribed: r.f_subscribed as number,
+            uid_validity: r.f_uid_validity as number,
+            uid_next: r.f_uid_next as number,
+            highest_modseq: r.f_highest_modseq as number,
+            created_at: r.f_created_at as string,
+          },
+  }));
 }
 
 /** Decides one item against the batch's in-memory counters; all its targets or none (unless `skip`). */

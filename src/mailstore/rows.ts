@@ -207,7 +207,7 @@ export interface MailboxState {
   dirty: boolean;
 }
 
-export function mailboxState(row: MailboxRow): MailboxState {
+export function mailboxState(row: Pick<MailboxRow, 'id' | 'deleted_at' | 'quota_bytes' | 'used_bytes' | 'highest_modseq' | 'last_uid_validity'>): MailboxState {
   return {
     id: row.id,
     deleted: row.deleted_at !== null,

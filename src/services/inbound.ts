@@ -1,5 +1,6 @@
 // Receiving one message at the MX, after its recipients were accepted (services/inbound-routing.ts):
-//   1. authenticate it with mailauth (SPF, DKIM, DMARC, ARC) through the box's resolver;
+//   1. authenticate it with mailauth (SPF, DKIM, DMARC, ARC) through the box's resolver (inbound-auth.ts:
+//      on worker threads);
 //   2. decide: a DMARC failure under p=reject is refused, or filed as junk (MAIL_INBOUND_DMARC_REJECT);
 //   3. prepend our trace headers (Return-Path, Authentication-Results, Received-SPF, Received), after removing
 //      any Authentication-Results that claims to be ours (RFC 8601 §5);
@@ -7,12 +8,11 @@
 //      bounce and complaint notices applied to our emails, DMARC aggregate reports. Only then does the
 //      adapter answer 250. A failure before the end answers 4xx and the sender retries (at-least-once).
 // The database writes of messages arriving together share one transaction (group commit, db/batcher.ts).
-import { authenticate, type AuthenticateResult } from 'mailauth';
 import type { AppContext } from '../context.js';
 import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/index.js';
 import { randomBase62 } from '../core/ids.js';
-import { cachedLookups } from '../dns/cached-lookups.js';
+import type { AuthInput, AuthVerdict, InboundAuthPool } from './inbound-auth.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
@@ -54,14 +54,14 @@ export interface InboundReceiver {
   receive(message: InboundMessage): Promise<ReceiveResult>;
 }
 
-function summarize(auth: AuthenticateResult | null, header: string): AuthSummary {
+function summarize(auth: AuthVerdict | null, header: string): AuthSummary {
   if (!auth) return { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', arc: 'temperror', header };
-  const dkim = auth.dkim.results ?? [];
+  const dkim = auth.dkim;
   return {
-    spf: auth.spf ? auth.spf.status.result : 'none',
-    dkim: dkim.length === 0 ? 'none' : dkim.some((r) => r.status.result === 'pass') ? 'pass' : (dkim[0]!.status.result as string),
-    dmarc: auth.dmarc ? auth.dmarc.status.result : 'none',
-    arc: auth.arc ? auth.arc.status.result : 'none',
+    spf: auth.spf ?? 'none',
+    dkim: dkim.length === 0 ? 'none' : dkim.some((r) => r === 'pass') ? 'pass' : dkim[0]!,
+    dmarc: auth.dmarc ? auth.dmarc.result : 'none',
+    arc: auth.arc ?? 'none',
     header,
   };
 }
@@ -89,10 +89,10 @@ export function stripOwnAuthResults(raw: Buffer, authservId: string): Buffer {
 
 const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255);
 
-export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null): InboundReceiver {
+/** The receiver; `auth` runs the mailauth checks (services/inbound-auth.ts: on its threads, or inline). */
+export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null, auth: InboundAuthPool): InboundReceiver {
   const log = ctx.log.child({ component: 'mx' });
   const hostname = ctx.config.hostname;
-  const lookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
   const writer = new Batcher<(trx: Tx) => Promise<void>, void>(async (jobs) => {
     await ctx.db.transaction(async (trx) => {
       for (const job of jobs) await job(trx);
@@ -100,16 +100,10 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     return jobs.map(() => undefined);
   });
 
-  async function check(message: InboundMessage): Promise<AuthenticateResult | null> {
+  async function check(message: InboundMessage): Promise<AuthVerdict | null> {
+    const input: AuthInput = { raw: message.raw, ip: message.client.ip, helo: message.client.helo, sender: message.mailFrom, mta: hostname };
     try {
-      return await authenticate(message.raw, {
-        ip: message.client.ip,
-        helo: message.client.helo,
-        sender: message.mailFrom,
-        mta: hostname,
-        resolver: (name: string, rrtype: string) => lookup(name, rrtype) as Promise<string[] | string[][]>,
-        disableBimi: true,
-      });
+      return await auth.check(input, ctx.clock.now());
     } catch (err) {
       log.warn({ err }, 'mailauth could not check a message');
       return null;
@@ -127,12 +121,12 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const summary = summarize(auth, authHeaders.replace(/\r?\n[ \t]*/g, ' ').trim());
 
     const dmarc = auth?.dmarc;
-    const dmarcReject = Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'reject');
+    const dmarcReject = Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'reject');
     if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
       log.info({ queueId, from: message.mailFrom, domain: dmarc ? dmarc.domain : null }, 'refused: DMARC policy reject');
-      return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc ? dmarc.domain : 'its domain'} publishes p=reject` };
+      return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc?.domain ?? 'its domain'} publishes p=reject` };
     }
-    const junk = dmarcReject || Boolean(dmarc && dmarc.status.result === 'fail' && dmarc.policy === 'quarantine');
+    const junk = dmarcReject || Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'quarantine');
 
     const rcpts = message.routes.map((r) => r.address);
     const received =

@@ -88,6 +88,10 @@ t.test('every variable overrides its default', async (t) => {
   t.equal(load({ MAIL_BOOTSTRAP_API_KEY: 'sk_test_ABCDEFGHIJKLMNOP' }).bootstrapApiKey, 'sk_test_ABCDEFGHIJKLMNOP');
   t.equal(load({ MAIL_BOOTSTRAP_API_KEY: '' }).bootstrapApiKey, null, 'empty means none');
   t.equal(load({ MAIL_DNS_TIMEOUT_MS: '2500' }).dnsTimeoutMs, 2500);
+  t.equal(load().inboundAuthThreads, 1, 'one mailauth thread by default');
+  t.equal(load({ MAIL_INBOUND_AUTH_THREADS: '0' }).inboundAuthThreads, 0, '0: checks on the main thread');
+  t.equal(load({ MAIL_INBOUND_AUTH_THREADS: '4' }).inboundAuthThreads, 4);
+  for (const v of ['17', '-1', 'two', '1.5']) t.throws(() => load({ MAIL_INBOUND_AUTH_THREADS: v }), { message: /MAIL_INBOUND_AUTH_THREADS/ }, `MAIL_INBOUND_AUTH_THREADS=${v} refused`);
 });
 
 t.test('MAIL_DNS_SERVERS parses a comma-separated host[:port] list', async (t) => {
