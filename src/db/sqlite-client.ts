@@ -21,6 +21,9 @@ export const STATEMENT_CACHE_SIZE = 256;
 type Callback = (this: RawStatement, err: Error | null, rows?: unknown) => void;
 
 interface RawStatement {
+  /** Set by a run, read by knex (insert ids, changed rows). */
+  lastID?: number;
+  changes?: number;
   run(params: unknown[], cb: Callback): void;
   all(params: unknown[], cb: Callback): void;
   finalize(cb?: () => void): void;
@@ -166,8 +169,8 @@ export class CachedSqliteClient extends ClientSqlite3 {
       stmt[callMethod(obj)](obj.bindings ?? [], function (err, rows) {
         if (err) return reject(err);
         obj.response = rows;
-        // knex reads lastID and changes from it.
-        obj.context = this;
+        // knex reads lastID and changes from it; copied, as a kept statement's next run overwrites them.
+        obj.context = { lastID: this.lastID, changes: this.changes };
         resolve(obj);
       });
       // Not kept: finalized once this run (queued ahead of it) is done.

@@ -146,3 +146,16 @@ t.test('connections with kept statements close', async (t) => {
   // SQLite removes the WAL file when the last connection to the file closes; one left open keeps it.
   t.notOk(existsSync(path.join(dir, `${DB_FILE}-wal`)), 'every connection closed');
 });
+
+t.test('a kept statement that has run holds no read snapshot: later writes are seen and a checkpoint empties the WAL', async (t) => {
+  const db = await open(t);
+  const reads = readsOf(db);
+  await db('things').insert({ name: 'first', n: 1 });
+  const count = async () => Number((await reads('things').count({ c: '*' }).first())?.c);
+  t.equal(await count(), 1);
+  for (let i = 0; i < 20; i++) await db('things').insert({ name: `later${i}`, n: i });
+  t.equal(await count(), 21, 'the same kept select on a read-only connection sees the later commits');
+  // A reader still inside a read transaction would keep TRUNCATE from resetting the log (busy = 1).
+  const [result] = (await db.raw('PRAGMA wal_checkpoint(TRUNCATE)')) as Array<{ busy: number; log: number; checkpointed: number }>;
+  t.same(result, { busy: 0, log: 0, checkpointed: 0 }, 'nothing holds the log: it was checkpointed and truncated');
+});
