@@ -9,11 +9,12 @@
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
 // sending its next request when answered (closed loop: at saturation its latency is C ÷ throughput), (c)
 // single POST /emails offered at --rate per second whatever the answers (open loop, latency counted from each
-// request's due time: the API's latency at that load). For each: accepted per second, API latency p50/p99, delivered per second (from the first accept until the
-// sink has every message, and until GET /emails shows every one delivered), peak RSS. Before them a warm-up
-// of --warmup emails (2,000; batch), delivered and not counted: the figures are those of a box that has been
-// running, not of V8 still compiling its hot paths (on a 2-core box that compiling takes a third of a core
-// during the first 5,000 emails). `--warmup 0` measures from a cold start.
+// request's due time: the API's latency at that load). For each: accepted per second, API latency p50/p99,
+// delivered per second (from the first accept until the sink has every message, and until GET /emails shows
+// every one delivered), peak RSS. Before them a warm-up of --warmup emails (2,000; batch), delivered and not
+// counted: the figures are those of a box that has been running, not of V8 still compiling its hot paths (on
+// a 2-core box that compiling takes a third of a core during the first 5,000 emails). `--warmup 0` measures
+// from a cold start.
 //
 // Threads: the appliance runs alone on the main thread, as it would in production. The "internet" (DNS
 // server and sink MX) runs on one worker thread and the API client on another, so that their JavaScript
