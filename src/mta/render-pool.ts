@@ -7,11 +7,10 @@
 // only: the SMTP sessions' stream handling and TLS then stay off the main thread too. The threads share
 // connectionsPerHost between them (thread i holds ⌊c/n⌋, one more for the first c mod n; at least one), so
 // the configured limit per destination holds for the box.
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { LogLevel } from '../config.js';
 import type { Logger } from '../core/logger.js';
+import { startWorkerBeside } from '../core/worker-thread.js';
 import type { MtaSettings } from './deliver.js';
 import { composeMessage, htmlToText, type ComposeInput } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
@@ -191,19 +190,11 @@ export class RenderPool {
   }
 
   private spawn(index: number): Thread {
-    // Beside this file: render-worker.ts under tsx (tests), render-worker.js in dist.
-    const ext = extname(fileURLToPath(import.meta.url));
-    const url = new URL(`./render-worker${ext}`, import.meta.url).href;
-    // A worker does not inherit tsx's loader hooks on Node 20: under tsx, the worker registers them first.
     const mta = this.mtaConfig;
     const c = mta?.settings.connectionsPerHost ?? 0;
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
     const workerData: RenderWorkerData = mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share }, thread: index } } : {};
-    const worker =
-      ext === '.ts'
-        ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })
-        : new Worker(new URL(url), { workerData });
-    worker.unref();
+    const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData);
     const thread: Thread = { worker, pending: new Map(), destinations: new Map() };
     worker.on('message', (reply: RenderReply | { closed: true }) => {
       if ('closed' in reply) return thread.closed?.();

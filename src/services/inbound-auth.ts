@@ -8,12 +8,11 @@
 // and keeps its own short-lived answer cache (dns/cached-lookups.ts) on the caller's clock, passed with each
 // request. A thread that dies is replaced; the messages it held are checked again inline, so every message
 // is checked.
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { authenticate, type AuthenticateResult } from 'mailauth';
 import type { DnsServer } from '../config.js';
 import type { Logger } from '../core/logger.js';
+import { startWorkerBeside } from '../core/worker-thread.js';
 import type { RawLookup } from '../dns/cached-lookups.js';
 
 /** What is checked: the message as received and its SMTP envelope. */
@@ -136,15 +135,7 @@ export class InboundAuthPool {
   }
 
   private spawn(): Thread {
-    // Beside this file: inbound-auth-worker.ts under tsx (tests), .js in dist. A worker does not inherit
-    // tsx's loader hooks on Node 20: under tsx, the worker registers them first.
-    const ext = extname(fileURLToPath(import.meta.url));
-    const url = new URL(`./inbound-auth-worker${ext}`, import.meta.url).href;
-    const worker =
-      ext === '.ts'
-        ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData: this.data })
-        : new Worker(new URL(url), { workerData: this.data });
-    worker.unref();
+    const worker = startWorkerBeside(import.meta.url, 'inbound-auth-worker', this.data);
     const thread: Thread = { worker, pending: new Map(), outbox: [] };
     worker.on('message', (replies: AuthReply[]) => {
       for (const reply of replies) {

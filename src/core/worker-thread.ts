@@ -1,0 +1,18 @@
+// Starting a worker thread on a module that sits beside its caller: `<name>.ts` when the caller runs under
+// tsx (tests, benchmarks), `<name>.js` in dist/. A worker does not inherit tsx's loader hooks on Node 20, so
+// under tsx the thread registers them before it imports the module.
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+/** A started, unref'd worker running module `name` from the folder of `callerUrl` (the caller's import.meta.url). */
+export function startWorkerBeside(callerUrl: string, name: string, workerData: unknown): Worker {
+  const ext = extname(fileURLToPath(callerUrl));
+  const url = new URL(`./${name}${ext}`, callerUrl).href;
+  const worker =
+    ext === '.ts'
+      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })
+      : new Worker(new URL(url), { workerData });
+  worker.unref();
+  return worker;
+}
