@@ -1,9 +1,9 @@
 // Storing new messages: `deliver` (MX, filters) and `append` (IMAP APPEND, Sent copies) share one
 // group-commit writer (src/db/batcher.ts). The calls that arrive while a write transaction runs share the
 // next one: one statement reads the mailboxes and target folders, one multi-row statement each writes blobs,
-// messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header summary are computed before queueing, outside the
-// transaction. A call that fails on its own terms (quota, unknown mailbox or folder) fails alone; the
-// others in its batch commit.
+// messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header
+// summary are computed before queueing, outside the transaction. A call that fails on its own terms (quota,
+// unknown mailbox or folder) fails alone; the others in its batch commit.
 import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/index.js';
@@ -25,6 +25,7 @@ import {
   type ChangeRow,
   type Core,
   type FolderRow,
+  type MailboxRow,
   type MailboxState,
   type MessageRow,
   type Pending,
@@ -166,59 +167,31 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
   return outcomes;
 }
 
-/** The mailbox columns mailboxState reads and the folder's, as `loadTargets` selects them. */
-const TARGET_COLUMNS = [
-  'm.id AS m_id',
-  'm.deleted_at AS m_deleted_at',
-  'm.quota_bytes AS m_quota_bytes',
-  'm.used_bytes AS m_used_bytes',
-  'm.highest_modseq AS m_highest_modseq',
-  'm.last_uid_validity AS m_last_uid_validity',
-  'f.id AS f_id',
-  'f.path AS f_path',
-  'f.special_use AS f_special_use',
-  'f.subscribed AS f_subscribed',
-  'f.uid_validity AS f_uid_validity',
-  'f.uid_next AS f_uid_next',
-  'f.highest_modseq AS f_highest_modseq',
-  'f.created_at AS f_created_at',
-].join(', ');
+/** The mailbox columns mailboxState reads, and a folder's (its mailbox_id is the mailbox's id). */
+const MAILBOX_COLUMNS = ['id', 'deleted_at', 'quota_bytes', 'used_bytes', 'highest_modseq', 'last_uid_validity'] as const;
+const FOLDER_COLUMNS = ['id', 'path', 'special_use', 'subscribed', 'uid_validity', 'uid_next', 'highest_modseq', 'created_at'] as const;
+const TARGET_COLUMNS = [...MAILBOX_COLUMNS.map((c) => `m.${c} AS m_${c}`), ...FOLDER_COLUMNS.map((c) => `f.${c} AS f_${c}`)].join(', ');
+
+type JoinedRow = Record<string, number | string | null>;
+/** The `columns` of a joined row read under `prefix`, by their own names. */
+function columnsOf<T>(row: JoinedRow, prefix: string, columns: readonly string[]): T {
+  return Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]])) as T;
+}
 
 /**
  * The mailboxes and those of their folders named in `paths`, read in one statement (a mailbox row per
  * folder found, or one with no folder): a batch's state before it is placed.
  */
 async function loadTargets(trx: Tx, mailboxIds: number[], paths: string[]): Promise<Array<{ mailbox: MailboxState; folder: FolderRow | null }>> {
-  type Row = Record<string, number | string | null>;
-  const rows = await selectIn<Row, number>(mailboxIds, (c) =>
+  const rows = await selectIn<JoinedRow, number>(mailboxIds, (c) =>
     trx.raw(
       `SELECT ${TARGET_COLUMNS} FROM mailboxes m LEFT JOIN mail_folders f ON f.mailbox_id = m.id AND f.path IN (${paths.map(() => '?').join(',')}) WHERE m.id IN (${c.map(() => '?').join(',')})`,
       [...paths, ...c],
     ),
   );
   return rows.map((r) => ({
-    mailbox: mailboxState({
-      id: r.m_id as number,
-      deleted_at: r.m_deleted_at as string | null,
-      quota_bytes: r.m_quota_bytes as number,
-      used_bytes: r.m_used_bytes as number,
-      highest_modseq: r.m_highest_modseq as number,
-      last_uid_validity: r.m_last_uid_validity as number,
-    }),
-    folder:
-      r.f_id === null
-        ? null
-        : {
-            id: r.f_id as number,
-            mailbox_id: r.m_id as number,
-            path: r.f_path as string,
-            special_use: r.f_special_use as string | null,
-            subscribed: r.f_subscribed as number,
-            uid_validity: r.f_uid_validity as number,
-            uid_next: r.f_uid_next as number,
-            highest_modseq: r.f_highest_modseq as number,
-            created_at: r.f_created_at as string,
-          },
+    mailbox: mailboxState(columnsOf<Pick<MailboxRow, (typeof MAILBOX_COLUMNS)[number]>>(r, 'm_', MAILBOX_COLUMNS)),
+    folder: r.f_id === null ? null : { ...columnsOf<Omit<FolderRow, 'mailbox_id'>>(r, 'f_', FOLDER_COLUMNS), mailbox_id: r.m_id as number },
   }));
 }
 
