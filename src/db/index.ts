@@ -80,3 +80,31 @@ export async function openDatabase(dataDir: string): Promise<Db> {
   (db.client as ImmediateSqliteClient).companions.push(reads);
   return db;
 }
+
+/**
+ * Runs a transaction's independent statements at once and waits for every one of them. node-sqlite3 puts each
+ * on a thread of libuv's pool, where SQLite's connection mutex runs them one at a time in no set order; their
+ * answers then come back to the event loop together, instead of one wake-up of the loop after another. So:
+ * only statements that do not depend on each other's effects (a child row's parent must be written by an
+ * earlier call: foreign keys are checked as each statement runs).
+ * Every statement settles before this does, also when one fails: a ROLLBACK issued while another statement
+ * of the transaction is still queued could run before it, and the straggler would then commit on its own.
+ */
+export async function settleAll<T extends readonly unknown[] | []>(statements: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = (await Promise.allSettled(statements)) as Array<PromiseSettledResult<unknown>>;
+  const values: unknown[] = [];
+  for (const s of settled) {
+    if (s.status === 'rejected') throw s.reason;
+    values.push(s.value);
+  }
+  return values as { -readonly [K in keyof T]: Awaited<T[K]> };
+}
+
+/**
+ * The next ids of AUTOINCREMENT tables, by name: only a write transaction may ask (no other writer can take
+ * them before it commits). Rows inserted with explicit ids from here move the sequence on as usual.
+ */
+export async function nextIds<N extends string>(trx: Queryable, tables: readonly N[]): Promise<Record<N, number>> {
+  const rows = await trx('sqlite_sequence').whereIn('name', tables).select<Array<{ name: string; seq: number }>>('name', 'seq');
+  return Object.fromEntries(tables.map((t) => [t, (rows.find((r) => r.name === t)?.seq ?? 0) + 1])) as Record<N, number>;
+}

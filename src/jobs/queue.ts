@@ -8,7 +8,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Batcher, chunkRows } from '../db/batcher.js';
-import type { Db, Queryable } from '../db/index.js';
+import { nextIds, type Db, type Queryable } from '../db/index.js';
 
 export interface Job<P = unknown> {
   id: number;
@@ -19,8 +19,12 @@ export interface Job<P = unknown> {
   attempts: number;
 }
 
-/** What a handler answers: nothing (done, the job is deleted) or when to run it again. */
-export type JobOutcome = void | { retryAt: Date; error?: string };
+/**
+ * What a handler answers: nothing (done, the job is deleted), FINISHED (done, and the handler deleted the job
+ * itself with `finishIn`, in the transaction that recorded its work), or when to run it again.
+ */
+export type JobOutcome = void | typeof FINISHED | { retryAt: Date; error?: string };
+export const FINISHED = 'finished';
 export type JobHandler = (job: Job) => Promise<JobOutcome>;
 
 export interface JobSpec {
@@ -116,14 +120,15 @@ export class JobQueue {
   /**
    * Adds several jobs with one statement, in the caller's transaction (which must be a write transaction:
    * the ids are allocated from the table's AUTOINCREMENT sequence, which only the writer may read safely).
-   * Returns their ids in order. No dedupe keys here.
+   * Returns their ids in order. No dedupe keys here. `firstId`: the ids were taken already (`nextIds` of
+   * the same transaction, when the caller needs them before the jobs are written).
    */
-  async enqueueMany(q: Queryable, specs: JobSpec[]): Promise<number[]> {
+  async enqueueMany(q: Queryable, specs: JobSpec[], firstId?: number): Promise<number[]> {
     if (specs.length === 0) return [];
     const now = this.clock.now().getTime();
-    const seq = (await q('sqlite_sequence').where({ name: 'jobs' }).first<{ seq: number } | undefined>('seq'))?.seq ?? 0;
+    const first = firstId ?? (await nextIds(q, ['jobs'])).jobs;
     const rows = specs.map((s, i) => ({
-      id: seq + 1 + i,
+      id: first + i,
       kind: s.kind,
       payload: JSON.stringify(s.payload ?? null),
       run_at: (s.runAt ?? this.clock.now()).getTime(),
@@ -140,6 +145,14 @@ export class JobQueue {
     const tx = q as Partial<{ executionPromise: Promise<unknown>; isTransaction: boolean }>;
     if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(() => this.wake(), () => undefined);
     else this.wake();
+  }
+
+  /**
+   * Deletes finished jobs in the caller's transaction (a handler's, which then answers FINISHED): the work and
+   * the end of its job are then written together, and a crash cannot leave done work with its job to run again.
+   */
+  async finishIn(q: Queryable, ids: number[]): Promise<void> {
+    for (const chunk of chunkRows(ids.map((id) => ({ id })))) await q('jobs').whereIn('id', chunk.map((r) => r.id)).delete();
   }
 
   /** Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. */
@@ -276,6 +289,7 @@ export class JobQueue {
     try {
       if (!handler) throw new Error(`no handler registered for job kind ${job.kind}`);
       const outcome = await handler(job);
+      if (outcome === FINISHED) return;
       if (outcome && outcome.retryAt) {
         await this.db('jobs')
           .where({ id: job.id })

@@ -10,9 +10,9 @@ import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { Batcher, chunkRows } from '../db/batcher.js';
-import { readsOf, type Queryable } from '../db/index.js';
+import { readsOf, settleAll, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
-import type { Job, JobHandler, JobOutcome } from '../jobs/queue.js';
+import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
 import type { ComposeInput } from '../mta/compose.js';
 import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest } from '../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
@@ -63,6 +63,8 @@ interface WriteSet {
   events: Array<Omit<EventRow, 'id'>>;
   suppressions: Array<{ team_id: string; email: string; reason: 'bounce' | 'complaint'; details: string | null; created_at: string }>;
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
+  /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
+  finishedJob: number | null;
 }
 
 /** `UPDATE table SET … FROM (VALUES …)`: one statement updating many rows to different values. */
@@ -78,25 +80,28 @@ async function updateFromValues(q: Queryable, table: string, keys: string[], set
   }
 }
 
-async function writeOutcomes(trx: Queryable, sets: WriteSet[]): Promise<void> {
-  await updateFromValues(
-    trx,
-    'email_recipients',
-    ['email_id', 'address'],
-    { status: 'v.status', last_code: 'v.last_code', last_message: 'v.last_message', bounce_category: 'v.bounce_category', updated_at: 'v.updated_at' },
-    sets.flatMap((s) => s.recipients),
-  );
-  for (const chunk of chunkRows(sets.flatMap((s) => s.timeline))) await trx('email_events').insert(chunk);
-  await recordEvents(trx, sets.flatMap((s) => s.events));
-  const suppressions = sets.flatMap((s) => s.suppressions);
-  for (const chunk of chunkRows(suppressions)) await trx('suppressions').insert(chunk).onConflict(['team_id', 'email']).ignore();
-  await updateFromValues(
-    trx,
-    'emails',
-    ['id'],
-    { status: 'v.status', sent_at: 'COALESCE(emails.sent_at, v.sent_at)', delivered_at: 'COALESCE(emails.delivered_at, v.delivered_at)', updated_at: 'v.updated_at' },
-    sets.map((s) => s.email),
-  );
+/** Every statement at once (`settleAll`): they touch different rows or tables. */
+async function writeOutcomes(ctx: AppContext, trx: Queryable, sets: WriteSet[]): Promise<void> {
+  await settleAll([
+    updateFromValues(
+      trx,
+      'email_recipients',
+      ['email_id', 'address'],
+      { status: 'v.status', last_code: 'v.last_code', last_message: 'v.last_message', bounce_category: 'v.bounce_category', updated_at: 'v.updated_at' },
+      sets.flatMap((s) => s.recipients),
+    ),
+    ...chunkRows(sets.flatMap((s) => s.timeline)).map((chunk) => trx('email_events').insert(chunk)),
+    recordEvents(trx, sets.flatMap((s) => s.events)),
+    ...chunkRows(sets.flatMap((s) => s.suppressions)).map((chunk) => trx('suppressions').insert(chunk).onConflict(['team_id', 'email']).ignore()),
+    updateFromValues(
+      trx,
+      'emails',
+      ['id'],
+      { status: 'v.status', sent_at: 'COALESCE(emails.sent_at, v.sent_at)', delivered_at: 'COALESCE(emails.delivered_at, v.delivered_at)', updated_at: 'v.updated_at' },
+      sets.map((s) => s.email),
+    ),
+    ctx.jobs.finishIn(trx, sets.flatMap((s) => (s.finishedJob === null ? [] : [s.finishedJob]))),
+  ]);
 }
 
 function bounceData(o: RecipientOutcome): Record<string, unknown> {
@@ -107,18 +112,18 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
 export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
   const reads = readsOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
-    const emails = await reads<EmailRow>('emails').whereIn('id', ids);
-    const recipients = await reads<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id');
-    const attachments = await reads<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position');
-    const sources = await reads<{ email_id: number; raw: Buffer }>('email_sources').whereIn('email_id', ids);
-    const domainIds = [...new Set(emails.map((e) => e.domain_id).filter((d): d is string => d !== null))];
-    const domainKeys = domainIds.length
-      ? await reads('domains as d')
-          .join('dkim_keys as k', 'k.domain_id', 'd.id')
-          .whereIn('d.id', domainIds)
-          .andWhere('k.state', 'active')
-          .select<DomainKeyRow[]>('d.id as domain_id', 'd.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed')
-      : [];
+    // All at once: an email and its rows are committed together, so reads on different connections agree.
+    const [emails, recipients, attachments, sources, domainKeys] = await settleAll([
+      reads<EmailRow>('emails').whereIn('id', ids),
+      reads<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id'),
+      reads<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position'),
+      reads<{ email_id: number; raw: Buffer }>('email_sources').whereIn('email_id', ids),
+      reads('domains as d')
+        .join('dkim_keys as k', 'k.domain_id', 'd.id')
+        .whereIn('d.id', reads('emails').whereIn('id', ids).whereNotNull('domain_id').distinct('domain_id'))
+        .andWhere('k.state', 'active')
+        .select<DomainKeyRow[]>('d.id as domain_id', 'd.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed'),
+    ]);
     return ids.map((id) => {
       const email = emails.find((e) => e.id === id);
       if (!email) return undefined;
@@ -135,16 +140,18 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const markSending = new Batcher<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }, void>(async (items) => {
     await ctx.db.transaction(async (trx) => {
       const now = ctx.clock.now().toISOString();
-      await trx('emails').whereIn('id', items.map((i) => i.email.id)).update({ attempts: trx.raw('attempts + 1'), status: 'sending', job_id: null, updated_at: now });
-      for (const chunk of chunkRows(items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) })))) {
-        await trx('email_events').insert(chunk);
-      }
+      await settleAll([
+        trx('emails').whereIn('id', items.map((i) => i.email.id)).update({ attempts: trx.raw('attempts + 1'), status: 'sending', job_id: null, updated_at: now }),
+        ...chunkRows(items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) }))).map((chunk) =>
+          trx('email_events').insert(chunk),
+        ),
+      ]);
     });
     return items.map(() => undefined);
   });
 
   const record = new Batcher<WriteSet, void>(async (sets) => {
-    await ctx.db.transaction((trx) => writeOutcomes(trx, sets));
+    await ctx.db.transaction((trx) => writeOutcomes(ctx, trx, sets));
     return sets.map(() => undefined);
   });
 
@@ -229,8 +236,9 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     const deferring = !expired && results.some((r) => r.outcomes.some((o) => o.status === 'deferred'));
     const delayReported = deferring ? await delayReportedBefore(email) : true;
     const { set, deferred } = outcomeWrites(email, recipients, pending, results, failure, attempt, at, expired, delayReported);
-    await record.submit(set);
+    await record.submit({ ...set, finishedJob: deferred > 0 ? null : job.id });
     if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
+    return FINISHED;
   };
 }
 
@@ -252,7 +260,7 @@ function outcomeWrites(
   at: Date,
   expired: boolean,
   delayReported: boolean,
-): { set: WriteSet; deferred: number } {
+): { set: Omit<WriteSet, 'finishedJob'>; deferred: number } {
   const now = at.toISOString();
   const final = new Map(recipients.map((r) => [r.address, { ...r }]));
   const timeline: TimelineRow[] = [];

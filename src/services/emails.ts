@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { readsOf, type Queryable } from '../db/index.js';
+import { nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -242,39 +242,54 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
   );
 }
 
-/** Next ids of an AUTOINCREMENT table; only the writer (inside its transaction) may ask. */
-async function nextIds(trx: Queryable, table: string): Promise<number> {
-  const row = await trx('sqlite_sequence').where({ name: table }).first<{ seq: number } | undefined>('seq');
-  return (row?.seq ?? 0) + 1;
-}
-
 /**
- * One transaction for many accepted emails: a handful of multi-row statements whatever their number. `trx`
- * must be a write transaction (ids come from the AUTOINCREMENT sequences). Also used directly by
- * system-mail.ts, inside the transaction of the change it reports.
+ * One transaction for many accepted emails: a handful of multi-row statements whatever their number, sent in
+ * three rounds of statements that run at once (`settleAll`): what the checks read, the emails with what does
+ * not refer to them, then their children. `trx` must be a write transaction (ids come from the
+ * AUTOINCREMENT sequences). Also used directly by system-mail.ts, inside the transaction of the change it reports.
  */
 export async function writeEmails(ctx: AppContext, trx: Queryable, items: CheckedSend[]): Promise<Array<SendResult | AppError>> {
   const at = ctx.clock.now();
   const now = at.toISOString();
   const results: Array<SendResult | AppError | undefined> = items.map(() => undefined);
+  const recipientsOf = (c: PreparedInput) => [...c.to, ...c.cc, ...c.bcc].map((m) => m.address);
+  const teamKey = (item: CheckedSend, key: string) => `${item.sender.teamId}\0${key}`;
+
+  // Round 1, the reads: earlier emails with the idempotency keys (within 24 h), the quota figures of the
+  // teams that are counted, suppressions among every recipient, and the next ids.
+  const ledger = new SendLedger(ctx, trx);
+  const earlierLookups = new Map<string, Promise<{ id: string; hash: string | null } | undefined>>();
+  for (const item of items) {
+    const key = item.input.idempotency_key;
+    if (key === undefined || earlierLookups.has(teamKey(item, key))) continue;
+    earlierLookups.set(
+      teamKey(item, key),
+      trx<EmailRow>('emails')
+        .where({ team_id: item.sender.teamId, idempotency_key: key })
+        .andWhere('created_at', '>', new Date(at.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString())
+        .orderBy('id', 'desc')
+        .first('public_id', 'request_hash')
+        .then((r) => (r ? { id: r.public_id, hash: r.request_hash } : undefined)),
+    );
+  }
+  const teams = [...new Set(items.map((i) => i.sender.teamId))];
+  const [, , suppressedByTeam, ids] = await settleAll([
+    settleAll([...earlierLookups.values()]),
+    // The box's own system mail (no team domain) is not the team's sending; test mode is not counted.
+    ledger.load(items.filter((i) => i.checked.domainId !== null && i.sender.mode !== 'test').map((i) => i.sender.teamId)).catch(() => undefined), // a team that cannot be read fails its own emails in check()
+    settleAll(teams.map((teamId) => suppressedAmong(trx, teamId, items.filter((i) => i.sender.teamId === teamId).flatMap((i) => recipientsOf(i.checked))))),
+    nextIds(trx, ['emails', 'jobs']),
+  ]);
+  const suppressed = new Map(teams.map((teamId, n) => [teamId, suppressedByTeam[n]!]));
 
   // Idempotency: an earlier email with the key (within 24 h, or earlier in this very batch) answers instead.
   const sameBatch = new Map<string, { id: string; hash: string | null }>();
-  const ledger = new SendLedger(ctx, trx);
   const accepted: Array<{ i: number; item: CheckedSend; publicId: string }> = [];
   for (const [i, item] of items.entries()) {
     const key = item.input.idempotency_key;
     const publicId = newPublicId('em');
     if (key !== undefined) {
-      const k = `${item.sender.teamId}\0${key}`;
-      const earlier =
-        sameBatch.get(k) ??
-        (await trx<EmailRow>('emails')
-          .where({ team_id: item.sender.teamId, idempotency_key: key })
-          .andWhere('created_at', '>', new Date(at.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString())
-          .orderBy('id', 'desc')
-          .first('public_id', 'request_hash')
-          .then((r) => (r ? { id: r.public_id, hash: r.request_hash } : undefined)));
+      const earlier = sameBatch.get(teamKey(item, key)) ?? (await earlierLookups.get(teamKey(item, key)));
       if (earlier) {
         results[i] =
           earlier.hash === item.hash
@@ -286,29 +301,22 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     // Quotas and caps (services/quotas.ts), after replays (which do not count); the box's own system mail
     // (no team domain) is not the team's sending and is exempt.
     if (item.checked.domainId !== null) {
-      const c = item.checked;
       try {
-        await ledger.check({ teamId: item.sender.teamId, isTest: item.sender.mode === 'test', recipients: [...c.to, ...c.cc, ...c.bcc].map((m) => m.address) });
+        await ledger.check({ teamId: item.sender.teamId, isTest: item.sender.mode === 'test', recipients: recipientsOf(item.checked) });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         results[i] = err;
         continue;
       }
     }
-    if (key !== undefined) sameBatch.set(`${item.sender.teamId}\0${key}`, { id: publicId, hash: item.hash });
+    if (key !== undefined) sameBatch.set(teamKey(item, key), { id: publicId, hash: item.hash });
     accepted.push({ i, item, publicId });
   }
-  await ledger.save();
-  if (accepted.length === 0) return results as Array<SendResult | AppError>;
-
-  // Suppressions: one query per team.
-  const suppressed = new Map<string, Set<string>>();
-  for (const teamId of new Set(accepted.map((a) => a.item.sender.teamId))) {
-    const addresses = accepted.filter((a) => a.item.sender.teamId === teamId).flatMap(({ item: { checked: c } }) => [...c.to, ...c.cc, ...c.bcc].map((m) => m.address));
-    suppressed.set(teamId, await suppressedAmong(trx, teamId, addresses));
+  if (accepted.length === 0) {
+    await ledger.save(); // a hold decided by check() is kept although nothing was accepted
+    return results as Array<SendResult | AppError>;
   }
 
-  const firstId = await nextIds(trx, 'emails');
   const emails: EmailRow[] = [];
   const recipients: Array<Omit<RecipientRow, 'id' | 'last_code' | 'last_message' | 'bounce_category'>> = [];
   const attachments: Array<Omit<AttachmentRow, 'id'>> = [];
@@ -319,7 +327,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
 
   for (const [n, { item, publicId }] of accepted.entries()) {
     const { sender, input, checked: c, hash } = item;
-    const id = firstId + n;
+    const id = ids.emails + n;
     const scheduled = c.scheduledAt && c.scheduledAt.getTime() > at.getTime() ? c.scheduledAt : null;
     const email: EmailRow = {
       id,
@@ -383,15 +391,24 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     results[accepted[n]!.i] = { id: publicId, replayed: false };
   }
 
-  const jobIds = await ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt })));
-  jobs.forEach((j, n) => (j.email.job_id = jobIds[n]!));
-  for (const chunk of chunkRows(emails)) await trx('emails').insert(chunk);
-  for (const chunk of chunkRows(recipients)) await trx('email_recipients').insert(chunk);
-  // Attachments can be large: a few rows per statement keeps each statement's size reasonable.
-  for (const a of attachments) await trx('email_attachments').insert(a);
-  for (const r of sources) await trx('email_sources').insert(r);
-  for (const chunk of chunkRows(timeline)) await trx('email_events').insert(chunk);
-  await recordEvents(trx, events);
+  // Jobs get their ids in order from the sequence read above; an email row names its job.
+  jobs.forEach((j, n) => (j.email.job_id = ids.jobs + n));
+
+  // Round 2: the emails, their jobs, webhook events and the quota counts; round 3, the emails' children
+  // (their foreign keys need the emails written).
+  await settleAll([
+    ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt })), ids.jobs),
+    ...chunkRows(emails).map((chunk) => trx('emails').insert(chunk)),
+    recordEvents(trx, events),
+    ledger.save(),
+  ]);
+  await settleAll([
+    ...chunkRows(recipients).map((chunk) => trx('email_recipients').insert(chunk)),
+    // Attachments can be large: one row per statement keeps each statement's size reasonable.
+    ...attachments.map((a) => trx('email_attachments').insert(a)),
+    ...sources.map((r) => trx('email_sources').insert(r)),
+    ...chunkRows(timeline).map((chunk) => trx('email_events').insert(chunk)),
+  ]);
   return results as Array<SendResult | AppError>;
 }
 

@@ -6,7 +6,7 @@
 // writing it, and saves the ledger (counts and any new hold) with the emails.
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
-import type { Queryable } from '../db/index.js';
+import { settleAll, type Queryable } from '../db/index.js';
 import { AppError, notFound } from '../core/errors.js';
 import { domainOf } from '../core/address.js';
 import { EXTERNAL_CAPS, NEW_ACCOUNT_AGE_MS, OVERAGE_EUR_PER_1000, SEND_QUOTAS } from '../limits/table.js';
@@ -111,7 +111,7 @@ interface TeamLedger {
  * replays have been answered (replays do not count); test-mode sends are neither checked nor counted.
  */
 export class SendLedger {
-  private readonly teams = new Map<string, TeamLedger>();
+  private readonly teams = new Map<string, Promise<TeamLedger>>();
   private pause: boolean | undefined;
   private readonly at: Date;
 
@@ -122,10 +122,20 @@ export class SendLedger {
     this.at = ctx.clock.now();
   }
 
-  private async team(teamId: string): Promise<TeamLedger> {
+  /** Reads the figures of these teams, all at once (`check` reads a team's on first use otherwise). */
+  async load(teamIds: Iterable<string>): Promise<void> {
+    await settleAll([...new Set(teamIds)].map((id) => this.team(id)));
+  }
+
+  private team(teamId: string): Promise<TeamLedger> {
     let t = this.teams.get(teamId);
-    if (t) return t;
-    const joined = await this.trx('teams as t')
+    if (!t) this.teams.set(teamId, (t = this.read(teamId)));
+    return t;
+  }
+
+  private async read(teamId: string): Promise<TeamLedger> {
+    const [joined, own] = await settleAll([
+      this.trx('teams as t')
       .leftJoin('team_send_state as s', 's.team_id', 't.id')
       .leftJoin('team_usage as u', (j) => j.on('u.team_id', 't.id').andOnVal('u.month', monthOf(this.at)))
       .where('t.id', teamId)
@@ -133,22 +143,21 @@ export class SendLedger {
         't.plan',
         't.created_at',
         's.*',
-        'u.sent',
-      );
+          'u.sent',
+        ),
+      this.trx<{ name: string }>('domains').where('team_id', teamId).select('name'),
+    ]);
     if (!joined) throw notFound('Team not found');
     const { plan, created_at: createdAt, sent, ...stored } = joined;
-    const own = (await this.trx<{ name: string }>('domains').where('team_id', teamId).select('name')).map((d) => d.name.toLowerCase());
-    t = {
+    return {
       plan,
       createdAt,
       state: stored.team_id === null ? emptyState(teamId) : (stored as SendStateRow),
-      ownDomains: own,
+      ownDomains: own.map((d) => d.name.toLowerCase()),
       sent: sent ?? 0,
       counted: 0,
       stateChanged: false,
     };
-    this.teams.set(teamId, t);
-    return t;
   }
 
   async check(input: SendCheck): Promise<void> {
@@ -225,12 +234,16 @@ export class SendLedger {
   /** Writes what `check` counted (and any hold it decided), in the same transaction. */
   async save(): Promise<void> {
     const month = monthOf(this.at);
-    for (const [teamId, t] of this.teams) {
+    const writes: Array<PromiseLike<unknown>> = [];
+    for (const [teamId, pending] of this.teams) {
+      const t = await pending.catch(() => undefined); // a team that could not be read counted nothing
+      if (!t) continue;
       if (t.counted > 0) {
-        await this.trx.raw('INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]);
+        writes.push(this.trx.raw('INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
       }
-      if (t.stateChanged) await this.trx('team_send_state').insert(t.state).onConflict('team_id').merge();
+      if (t.stateChanged) writes.push(this.trx('team_send_state').insert(t.state).onConflict('team_id').merge());
     }
+    await settleAll(writes);
   }
 }
 
