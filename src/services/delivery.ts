@@ -9,7 +9,7 @@
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
-import { Batcher, chunkRows } from '../db/batcher.js';
+import { Batcher, chunkRows, sharedWriterOf } from '../db/batcher.js';
 import { readsOf, settleAll, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
@@ -111,6 +111,7 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
 /** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
 export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
   const reads = readsOf(ctx.db);
+  const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     // All at once: an email and its rows are committed together, so reads on different connections agree.
     const [emails, recipients, attachments, sources, domainKeys] = await settleAll([
@@ -138,7 +139,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   });
 
   const markSending = new Batcher<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }, void>(async (items) => {
-    await ctx.db.transaction(async (trx) => {
+    await shared.run(async (trx) => {
       const now = ctx.clock.now().toISOString();
       await settleAll([
         trx('emails').whereIn('id', items.map((i) => i.email.id)).update({ attempts: trx.raw('attempts + 1'), status: 'sending', job_id: null, updated_at: now }),
@@ -151,7 +152,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   });
 
   const record = new Batcher<WriteSet, void>(async (sets) => {
-    await ctx.db.transaction((trx) => writeOutcomes(ctx, trx, sets));
+    await shared.run((trx) => writeOutcomes(ctx, trx, sets));
     return sets.map(() => undefined);
   });
 

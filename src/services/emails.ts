@@ -11,7 +11,7 @@ import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { htmlToText, inferContentType } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
-import { Batcher, chunkRows } from '../db/batcher.js';
+import { Batcher, chunkRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import {
   addTimeline,
@@ -197,7 +197,8 @@ export async function deriveText(ctx: AppContext, input: SendEmailInput): Promis
 function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> {
   let w = writers.get(ctx);
   if (!w) {
-    w = new Batcher((items) => ctx.db.transaction((trx) => writeEmails(ctx, trx, items)));
+    const shared = sharedWriterOf(ctx.db);
+    w = new Batcher((items) => shared.run((trx) => writeEmails(ctx, trx, items)));
     writers.set(ctx, w);
   }
   return w;
