@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { createContext, type AppContext } from '../../src/context.js';
 import { FakeClock, MINUTE, SECOND } from '../../src/core/clock.js';
-import { errorBackoffMs, JobQueue, type Job } from '../../src/jobs/queue.js';
+import { errorBackoffMs, FINISHED, JobQueue, type Job } from '../../src/jobs/queue.js';
 import { testConfig } from '../helpers/app.js';
 
 async function setup(t: Test, opts: ConstructorParameters<typeof JobQueue>[3] = {}) {
@@ -199,4 +199,39 @@ t.test('no more than `concurrency` handlers run at once', async (t) => {
   t.equal(await ctx.db('jobs').count({ n: '*' }).first().then((r) => Number(r?.n)), 0);
   t.ok(peak <= 3, `peak ${peak} within the limit`);
   t.ok(peak >= 2, `peak ${peak}: handlers do overlap`);
+});
+
+t.test('a handler that ends its job in its own transaction answers FINISHED: the job is gone with its work, and not run again', async (t) => {
+  const { ctx, queue } = await setup(t);
+  await ctx.db.schema.createTable('work_done', (tb) => tb.integer('job_id'));
+  let ran = 0;
+  queue.register('record', async (job) => {
+    ran++;
+    await ctx.db.transaction(async (trx) => {
+      await trx('work_done').insert({ job_id: job.id });
+      await queue.finishIn(trx, [job.id]);
+    });
+    return FINISHED;
+  });
+  const ids = [await queue.enqueue(ctx.db, 'record', {}), await queue.enqueue(ctx.db, 'record', {})];
+  t.equal(await queue.drain(), 2);
+  t.equal(ran, 2);
+  t.same(await rows(ctx), [], 'both jobs deleted by their handlers');
+  t.same((await ctx.db('work_done').orderBy('job_id')).map((r: { job_id: number }) => r.job_id), ids);
+  t.equal(await queue.drain(), 0);
+
+  // When the handler's transaction rolls back, its job stays: it is run again like any job that failed.
+  let fail = true;
+  queue.register('flaky', async (job) => {
+    await ctx.db.transaction(async (trx) => {
+      await queue.finishIn(trx, [job.id]);
+      if (fail) throw new Error('the work could not be recorded');
+    });
+    return FINISHED;
+  });
+  await queue.enqueue(ctx.db, 'flaky', {});
+  await queue.drain();
+  const [left] = await rows(ctx);
+  t.equal(left?.kind, 'flaky', 'the job is still there');
+  t.match(left?.last_error, /could not be recorded/);
 });

@@ -1,0 +1,101 @@
+// Statements of one transaction run at once (settleAll), and the send path's writers share one write
+// transaction (SharedWriter): over a real SQLite file.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { SharedWriter } from '../../src/db/batcher.js';
+import { nextIds, openDatabase, settleAll, type Db } from '../../src/db/index.js';
+
+async function open(t: Test): Promise<Db> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-shared-writer-'));
+  const db = await openDatabase(dir);
+  t.teardown(async () => {
+    await db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await db.schema.createTable('things', (tb) => {
+    tb.increments('id');
+    tb.string('name').notNullable().unique();
+  });
+  await db.schema.createTable('parts', (tb) => {
+    tb.increments('id');
+    tb.integer('thing_id').notNullable().references('things.id');
+  });
+  return db;
+}
+
+const names = async (db: Db) => (await db('things').orderBy('name').select('name')).map((r: { name: string }) => r.name);
+
+t.test('settleAll: every statement runs, answers in order; a failure waits for the others and rolls all back', async (t) => {
+  const db = await open(t);
+  const [a, b, count] = await db.transaction((trx) =>
+    settleAll([trx('things').insert({ name: 'a' }), trx('things').insert({ name: 'b' }), trx('things').count({ n: '*' }).first()]),
+  );
+  t.equal(typeof a[0], 'number');
+  t.equal(typeof b[0], 'number');
+  t.ok([0, 1, 2].includes(Number((count as { n: number }).n)), 'a read beside writes sees some of them');
+  t.same(await names(db), ['a', 'b']);
+
+  // A duplicate fails one statement; the ten others are still queued when it fails. None may outlive the
+  // ROLLBACK as an autocommit of its own.
+  const err = await db
+    .transaction((trx) => settleAll([trx('things').insert({ name: 'a' }), ...Array.from({ length: 10 }, (_, i) => trx('things').insert({ name: `n${i}` }))]))
+    .catch((e: unknown) => e);
+  t.match(String(err), /UNIQUE constraint failed/);
+  t.same(await names(db), ['a', 'b'], 'nothing of the failed transaction is left');
+  t.same(await db.raw('SELECT 1 AS one'), [{ one: 1 }], 'the connection is usable (no transaction left open)');
+  await db.transaction((trx) => trx('things').insert({ name: 'c' }));
+  t.same(await names(db), ['a', 'b', 'c']);
+});
+
+t.test('nextIds: the next id of each AUTOINCREMENT table, 1 for a table never written', async (t) => {
+  const db = await open(t);
+  await db.raw('CREATE TABLE auto_things (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)');
+  await db.raw('CREATE TABLE auto_other (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)');
+  await db('auto_things').insert([{ v: 'x' }, { v: 'y' }]);
+  const ids = await db.transaction((trx) => nextIds(trx, ['auto_things', 'auto_other']));
+  t.same(ids, { auto_things: 3, auto_other: 1 });
+});
+
+t.test('SharedWriter: works handed in together share one transaction; a failing work fails only its caller', async (t) => {
+  const db = await open(t);
+  const writer = new SharedWriter(db);
+  const commits: number[] = [];
+  db.on('query', (q: { sql: string }) => {
+    if (/^COMMIT/i.test(q.sql)) commits.push(Date.now());
+  });
+  const results = await Promise.all(['p', 'q', 'r'].map((name) => writer.run(async (trx) => (await trx('things').insert({ name }))[0])));
+  t.equal(results.length, 3);
+  t.same(await names(db), ['p', 'q', 'r']);
+  t.equal(commits.length, 1, 'three works, one COMMIT');
+
+  // One work breaks a foreign key: the shared transaction fails, each work then runs alone.
+  const outcomes = await Promise.allSettled([
+    writer.run((trx) => trx('things').insert({ name: 's' })),
+    writer.run((trx) => trx('parts').insert({ thing_id: 9999 })),
+    writer.run((trx) => trx('things').insert({ name: 't' })),
+  ]);
+  t.same(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.match(String((outcomes[1] as PromiseRejectedResult).reason), /FOREIGN KEY constraint failed/);
+  t.same(await names(db), ['p', 'q', 'r', 's', 't']);
+  t.same(await db('parts').select('*'), []);
+
+  // A work handed in while a transaction runs goes into the next one.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const first = writer.run(async (trx) => {
+    await trx('things').insert({ name: 'u' });
+    await gate;
+  });
+  await new Promise((r) => setTimeout(r, 20));
+  const later = [writer.run((trx) => trx('things').insert({ name: 'v' })), writer.run((trx) => trx('things').insert({ name: 'w' }))];
+  commits.length = 0;
+  release();
+  await Promise.all([first, ...later]);
+  t.equal(commits.length, 2, 'the two later works shared the transaction after the first');
+  t.same(await names(db), ['p', 'q', 'r', 's', 't', 'u', 'v', 'w']);
+});
