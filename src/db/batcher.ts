@@ -19,10 +19,15 @@ export class Batcher<I, O> {
   private queue: Array<Waiting<I, O>> = [];
   private busy = false;
 
-  /** `run` answers one result per item, in order. */
+  /**
+   * `run` answers one result per item, in order. `gatherMs`: before each run, wait this long for more items
+   * (unless `maxBatch` are waiting) — for background work whose callers can wait a few milliseconds, so that
+   * a lightly loaded box still writes in batches rather than item by item (PostgreSQL's commit_delay).
+   */
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
     private readonly maxBatch = 200,
+    private readonly gatherMs = 0,
   ) {}
 
   submit(item: I): Promise<O> {
@@ -38,6 +43,7 @@ export class Batcher<I, O> {
   private async flush(): Promise<void> {
     try {
       while (this.queue.length > 0) {
+        if (this.gatherMs > 0 && this.queue.length < this.maxBatch) await new Promise((r) => setTimeout(r, this.gatherMs));
         const batch = this.queue.splice(0, this.maxBatch);
         try {
           const out = await this.run(batch.map((w) => w.item));

@@ -108,6 +108,14 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
   return { bounce_message: o.reply.message, bounce_code: o.code, bounce_category: o.category ?? 'unknown' };
 }
 
+/**
+ * The handler's reads and writes wait this long for others to share them (batcher.ts `gatherMs`): a delivery
+ * is background work, and without the wait a main thread with time to spare would write each one on its own
+ * (on this 2-core box, 1.85 instead of 1.56 ms of CPU per delivered email while a backlog drains).
+ */
+const GATHER_MS = 4;
+const MAX_BATCH = 200;
+
 /** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
 export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
   const reads = readsOf(ctx.db);
@@ -136,7 +144,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
         source: sources.find((s) => s.email_id === id)?.raw,
       };
     });
-  });
+  }, MAX_BATCH, GATHER_MS);
 
   const markSending = new Batcher<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }, void>(async (items) => {
     await shared.run(async (trx) => {
@@ -149,12 +157,12 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       ]);
     });
     return items.map(() => undefined);
-  });
+  }, MAX_BATCH, GATHER_MS);
 
   const record = new Batcher<WriteSet, void>(async (sets) => {
     await shared.run((trx) => writeOutcomes(ctx, trx, sets));
     return sets.map(() => undefined);
-  });
+  }, MAX_BATCH, GATHER_MS);
 
   /** What the render pool builds: the message (composed, or a raw send's source) and the signing key. */
   function renderInput(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>): { message: ComposeInput | RawMessage; signer: RenderRequest['key'] } {

@@ -1,10 +1,10 @@
-// Statements of one transaction run at once (settleAll), and the send path's writers share one write
-// transaction (SharedWriter): over a real SQLite file.
+// Statements of one transaction run at once (settleAll), the send path's writers share one write
+// transaction (SharedWriter), and a Batcher can wait a little for more items (gatherMs): over a real SQLite file.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { SharedWriter } from '../../src/db/batcher.js';
+import { Batcher, SharedWriter } from '../../src/db/batcher.js';
 import { nextIds, openDatabase, settleAll, type Db } from '../../src/db/index.js';
 
 async function open(t: Test): Promise<Db> {
@@ -98,4 +98,33 @@ t.test('SharedWriter: works handed in together share one transaction; a failing 
   await Promise.all([first, ...later]);
   t.equal(commits.length, 2, 'the two later works shared the transaction after the first');
   t.same(await names(db), ['p', 'q', 'r', 's', 't', 'u', 'v', 'w']);
+});
+
+t.test('Batcher gatherMs: items handed in within the wait share one run; without it a lone item runs at once', async (t) => {
+  const runs: number[][] = [];
+  const run = async (items: number[]) => {
+    runs.push(items);
+    return items.map((i) => i * 2);
+  };
+  const gathering = new Batcher(run, 200, 40);
+  const first = gathering.submit(1);
+  await new Promise((r) => setTimeout(r, 10));
+  const later = [gathering.submit(2), gathering.submit(3)];
+  t.same(await Promise.all([first, ...later]), [2, 4, 6]);
+  t.same(runs, [[1, 2, 3]], 'one run for items 10 ms apart');
+
+  runs.length = 0;
+  const eager = new Batcher(run);
+  const a = eager.submit(1);
+  await new Promise((r) => setTimeout(r, 10));
+  const b = eager.submit(2);
+  t.same(await Promise.all([a, b]), [2, 4]);
+  t.same(runs, [[1], [2]], 'no wait: each ran on its own');
+
+  // A full batch does not wait.
+  runs.length = 0;
+  const small = new Batcher(run, 2, 10_000);
+  const started = Date.now();
+  t.same(await Promise.all([small.submit(1), small.submit(2)]), [2, 4]);
+  t.ok(Date.now() - started < 5_000, 'maxBatch items ran without the wait');
 });

@@ -2,6 +2,7 @@
 // with the job queue drained by hand after moving the fake clock.
 import t from 'tap';
 import { MINUTE, HOUR } from '../../src/core/clock.js';
+import { INLINE_TEXT_LIMIT } from '../../src/services/emails.js';
 import { startTestApp, createOtherTeam, type TestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
@@ -63,6 +64,16 @@ t.test('emails in test mode', async (t) => {
     const events = await app.request<Page<{ type: string; data: { email_id: string; to: string[]; subject: string } }>>('GET', '/events?per_page=100');
     const mine = events.body.data.filter((e) => e.data.email_id === res.body.id).map((e) => e.type);
     t.same(mine.sort(), ['email.delivered', 'email.sent']);
+  });
+
+  t.test('a large html body has its text part derived too (on a render thread above INLINE_TEXT_LIMIT)', async (t) => {
+    const html = `<h1>Big news</h1>${'<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>'.repeat(400)}<p>The end</p>`;
+    t.ok(html.length > INLINE_TEXT_LIMIT);
+    const res = await send({ ...base, html });
+    t.equal(res.status, 202);
+    const detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.match(detail.body.text, /^BIG NEWS/);
+    t.match(detail.body.text, /The end\s*$/);
   });
 
   t.test('POST /emails/send is the same operation', async (t) => {
