@@ -3,6 +3,7 @@
 //
 //   npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
+//                         [--render-nice <config>]
 //                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
 //
 // Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
@@ -47,6 +48,7 @@ interface Options {
   deliveryConcurrency: number | undefined;
   connectionsPerHost: number | undefined;
   renderThreads: number | undefined;
+  renderNice: number | undefined;
   phases: Array<'batch' | 'single' | 'paced'>;
   /** Requests per second offered by the paced phase. */
   rate: number;
@@ -69,6 +71,7 @@ function parseArgs(argv: string[]): Options {
     deliveryConcurrency: undefined,
     connectionsPerHost: undefined,
     renderThreads: undefined,
+    renderNice: undefined,
     phases: ['batch', 'single', 'paced'],
     rate: 500,
     tls: true,
@@ -113,6 +116,9 @@ function parseArgs(argv: string[]): Options {
       case '--render-threads':
         o.renderThreads = int('render-threads', value(), 0);
         break;
+      case '--render-nice':
+        o.renderNice = int('render-nice', value(), 0);
+        break;
       case '--phases': {
         const list = (value() ?? '').split(',').map((s) => s.trim());
         if (!list.length || list.some((p) => p !== 'batch' && p !== 'single' && p !== 'paced')) throw new Error('--phases takes a list of batch, single, paced');
@@ -142,7 +148,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -533,6 +539,7 @@ async function main(): Promise<void> {
       ...(opts.deliveryConcurrency ? { deliveryConcurrency: opts.deliveryConcurrency } : {}),
       ...(opts.connectionsPerHost ? { connectionsPerHost: opts.connectionsPerHost } : {}),
       ...(opts.renderThreads !== undefined ? { renderThreads: opts.renderThreads } : {}),
+      ...(opts.renderNice !== undefined ? { renderThreadNice: opts.renderNice } : {}),
     },
   );
 
@@ -627,7 +634,7 @@ async function main(): Promise<void> {
 
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
-        `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads}, ` +
+        `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads} (nice ${config.renderThreadNice}), ` +
         `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 

@@ -76,7 +76,12 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).
-    const render = (renderer = new RenderPool(config.renderThreads, ctx.log.child({ component: 'render' }), opts.mta ? undefined : { settings: mtaOptions(config), logLevel: config.logLevel }));
+    const render = (renderer = new RenderPool(
+      config.renderThreads,
+      ctx.log.child({ component: 'render' }),
+      opts.mta ? undefined : { settings: mtaOptions(config), logLevel: config.logLevel },
+      config.renderThreadNice,
+    ));
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
     setTextDeriver(ctx, (html) => render.htmlToText(html));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);

@@ -51,6 +51,11 @@ export interface Config {
   connectionsPerHost: number;
   /** Worker threads that compose and DKIM-sign outgoing messages; 0 renders on the main thread. */
   renderThreads: number;
+  /**
+   * The render threads' scheduling priority (Linux nice, 0..19): they are background work beside the main
+   * thread, whose API and SMTP answers should not wait for a CPU behind message building. 0 leaves it as is.
+   */
+  renderThreadNice: number;
   /** Worker threads that run the MX's mailauth checks (SPF, DKIM, DMARC, ARC); 0 checks on the main thread. */
   inboundAuthThreads: number;
   /** Connect/greeting/command timeout for outbound SMTP (ms). */
@@ -197,6 +202,7 @@ const FIELDS = [
   field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', decimal('must be 1..1000').pipe(z.number().min(1, 'must be 1..1000').max(1000, 'must be 1..1000'))),
   field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', decimal('must be 1..100').pipe(z.number().min(1, 'must be 1..100').max(100, 'must be 1..100'))),
   field('renderThreads', 'MAIL_RENDER_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),
+  field('renderThreadNice', 'MAIL_RENDER_THREAD_NICE', decimal('must be 0..19').pipe(z.number().min(0, 'must be 0..19').max(19, 'must be 0..19'))),
   field('inboundAuthThreads', 'MAIL_INBOUND_AUTH_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),
   field('smtpTimeoutMs', 'MAIL_SMTP_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(1000, 'must be at least 1000').max(600000, 'must be at most 600000'))),
   field('tlsCert', 'MAIL_TLS_CERT', nullable(z.string())),

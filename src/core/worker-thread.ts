@@ -1,6 +1,8 @@
 // Starting a worker thread on a module that sits beside its caller: `<name>.ts` when the caller runs under
 // tsx (tests, benchmarks), `<name>.js` in dist/. A worker does not inherit tsx's loader hooks on Node 20, so
 // under tsx the thread registers them before it imports the module.
+import { readlinkSync } from 'node:fs';
+import os from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -15,4 +17,21 @@ export function startWorkerBeside(callerUrl: string, name: string, workerData: u
       : new Worker(new URL(url), { workerData });
   worker.unref();
   return worker;
+}
+
+/**
+ * Lowers the calling thread's CPU priority to `nice` (0..19; 0 does nothing). On Linux a thread has its own
+ * nice value (setpriority on its thread id, which /proc/thread-self names); elsewhere this is a no-op.
+ * Raising one's own nice value needs no privilege. True when it was set.
+ */
+export function niceThisThread(nice: number): boolean {
+  if (nice <= 0 || process.platform !== 'linux') return false;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isInteger(tid) || tid <= 0) return false;
+    os.setPriority(tid, nice);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -25,6 +25,8 @@ export interface MtaThreadConfig {
 
 export interface RenderWorkerData {
   mta?: MtaThreadConfig & { thread: number };
+  /** The thread lowers its CPU priority to this nice value (core/worker-thread.ts niceThisThread). */
+  nice?: number;
 }
 
 /** One destination domain's transaction, as the MTA takes it, without the message (the thread builds it). */
@@ -91,10 +93,15 @@ export class RenderPool {
 
   private readonly mtaConfig: MtaThreadConfig | undefined;
 
+  /**
+   * `nice`: the threads' CPU priority (Linux nice, 0 = as the process): message building and SMTP are the
+   * background work of a box whose main thread answers the API and the SMTP listeners.
+   */
   constructor(
     private readonly size: number,
     private readonly log: Logger,
     mta?: MtaThreadConfig,
+    private readonly nice = 0,
   ) {
     this.mtaConfig = mta && size > 0 ? mta : undefined;
     for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
@@ -193,7 +200,7 @@ export class RenderPool {
     const mta = this.mtaConfig;
     const c = mta?.settings.connectionsPerHost ?? 0;
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
-    const workerData: RenderWorkerData = mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share }, thread: index } } : {};
+    const workerData: RenderWorkerData = { nice: this.nice, ...(mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share }, thread: index } } : {}) };
     const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData);
     const thread: Thread = { worker, pending: new Map(), destinations: new Map() };
     worker.on('message', (reply: RenderReply | { closed: true }) => {

@@ -92,6 +92,9 @@ t.test('every variable overrides its default', async (t) => {
   t.equal(load({ MAIL_INBOUND_AUTH_THREADS: '0' }).inboundAuthThreads, 0, '0: checks on the main thread');
   t.equal(load({ MAIL_INBOUND_AUTH_THREADS: '4' }).inboundAuthThreads, 4);
   for (const v of ['17', '-1', 'two', '1.5']) t.throws(() => load({ MAIL_INBOUND_AUTH_THREADS: v }), { message: /MAIL_INBOUND_AUTH_THREADS/ }, `MAIL_INBOUND_AUTH_THREADS=${v} refused`);
+  t.equal(load().renderThreadNice, 0, 'render threads at the process priority by default');
+  t.equal(load({ MAIL_RENDER_THREAD_NICE: '10' }).renderThreadNice, 10);
+  for (const v of ['20', '-1', 'low']) t.throws(() => load({ MAIL_RENDER_THREAD_NICE: v }), { message: /MAIL_RENDER_THREAD_NICE/ }, `MAIL_RENDER_THREAD_NICE=${v} refused`);
 });
 
 t.test('MAIL_DNS_SERVERS parses a comma-separated host[:port] list', async (t) => {
