@@ -134,26 +134,25 @@ export class SendLedger {
   }
 
   private async read(teamId: string): Promise<TeamLedger> {
-    const [joined, own] = await settleAll([
-      this.trx('teams as t')
+    // One statement: the team, its sending state, this month's count and its domains' names.
+    const joined = await this.trx('teams as t')
       .leftJoin('team_send_state as s', 's.team_id', 't.id')
       .leftJoin('team_usage as u', (j) => j.on('u.team_id', 't.id').andOnVal('u.month', monthOf(this.at)))
       .where('t.id', teamId)
-      .first<(Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string; sent: number | null }) | undefined>(
+      .first<(Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string; sent: number | null; own_domains: string }) | undefined>(
         't.plan',
         't.created_at',
         's.*',
-          'u.sent',
-        ),
-      this.trx<{ name: string }>('domains').where('team_id', teamId).select('name'),
-    ]);
+        'u.sent',
+        this.trx.raw('(SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id) AS own_domains'),
+      );
     if (!joined) throw notFound('Team not found');
-    const { plan, created_at: createdAt, sent, ...stored } = joined;
+    const { plan, created_at: createdAt, sent, own_domains: own, ...stored } = joined;
     return {
       plan,
       createdAt,
       state: stored.team_id === null ? emptyState(teamId) : (stored as SendStateRow),
-      ownDomains: own.map((d) => d.name.toLowerCase()),
+      ownDomains: (JSON.parse(own) as string[]).map((d) => d.toLowerCase()),
       sent: sent ?? 0,
       counted: 0,
       stateChanged: false,
