@@ -1,19 +1,12 @@
 // Statements of one transaction run at once (settleAll), the send path's writers share one write
 // transaction (SharedWriter), and a Batcher can wait a little for more items (gatherMs): over a real SQLite file.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { Batcher, SharedWriter } from '../../src/db/batcher.js';
-import { nextIds, openDatabase, settleAll, type Db } from '../../src/db/index.js';
+import { nextIds, settleAll, type Db } from '../../src/db/index.js';
+import { openScratchDb } from '../helpers/db.js';
 
 async function open(t: Test): Promise<Db> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-shared-writer-'));
-  const db = await openDatabase(dir);
-  t.teardown(async () => {
-    await db.destroy();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const db = await openScratchDb(t, 'shared-writer');
   await db.schema.createTable('things', (tb) => {
     tb.increments('id');
     tb.string('name').notNullable().unique();

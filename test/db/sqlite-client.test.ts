@@ -7,14 +7,10 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { DB_FILE, openDatabase, readsOf, type Db } from '../../src/db/index.js';
 import { KEPT_BINDING_BYTES, keptStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-client.js';
+import { openScratchDb } from '../helpers/db.js';
 
 async function open(t: Test): Promise<Db> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-sqlite-client-'));
-  const db = await openDatabase(dir);
-  t.teardown(async () => {
-    await db.destroy();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const db = await openScratchDb(t, 'sqlite-client');
   await db.schema.createTable('things', (tb) => {
     tb.increments('id');
     tb.string('name').notNullable().unique();
