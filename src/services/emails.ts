@@ -176,8 +176,8 @@ export interface CheckedSend {
 const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
 
 // Deriving the text part of an html-only email costs about 30 µs of CPU per KB of html (html-to-text parses
-// the document). A small body's is derived here, on the event loop: a render thread would make the request
-// wait behind the messages it is building, at background priority. A larger body's goes to the render threads
+// the document). A small body's is derived here, on the event loop: on a render thread the request would wait
+// behind every message queued there for building (a broadcast's backlog). A larger body's goes to the threads
 // (render-pool.ts), so that one big email does not hold the event loop. One deriver per context, like the
 // writers; without one everything is derived here.
 const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>();
