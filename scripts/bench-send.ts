@@ -853,12 +853,11 @@ async function main(): Promise<void> {
     const correct = statuses.delivered === expected && sink.distinct === expected && sink.duplicates === 0 && jobs.ready === 0 && jobs.dead === 0;
     if (!correct) exitCode = 1;
 
-    // The targets, each on its own: ≥ 1,000 delivered/s where the offered load is not capped (batch, single);
-    // p99 < 50 ms for a single POST /emails, closed loop (at saturation: latency there is concurrency ÷
-    // throughput) and paced (at the offered rate).
-    const delivered = figures.filter((f) => f.name !== 'paced').map((f) => Math.min(f.sinkPerS, f.dbPerS));
+    // The targets, each on its own and per phase: ≥ 1,000 delivered/s where the offered load is not capped
+    // (batch, single); p99 < 50 ms for a single POST /emails, closed loop (at saturation: latency there is
+    // concurrency ÷ throughput) and paced (at the offered rate).
     const verdicts = [
-      ...(delivered.length ? [`≥1000 delivered/s ${Math.min(...delivered) >= 1000 ? 'met' : 'missed'}`] : []),
+      ...figures.filter((f) => f.name !== 'paced').map((f) => `≥1000 delivered/s (${f.name}) ${Math.min(f.sinkPerS, f.dbPerS) >= 1000 ? 'met' : 'missed'}`),
       ...figures.filter((f) => f.name !== 'batch').map((f) => `p99 < 50 ms (${f.name}) ${f.latP99 < 50 ? 'met' : 'missed'}`),
     ];
     const dlv = (f: PhaseFigures) => fmt(Math.min(f.sinkPerS, f.dbPerS), 0);
