@@ -74,19 +74,27 @@ export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000, ma
 }
 
 /**
- * The write transaction that the send path's writers share (accepted emails, "sending" marks, delivery
- * outcomes). Each writer already groups its own callers (a Batcher); this groups the writers: the work they
- * hand in while a transaction runs shares the next one, and their statements run at once (`settleAll`). On a
- * busy event loop every round trip to SQLite's thread costs a turn of the loop, so one transaction of five
- * rounds instead of three of three to five each is what keeps the writer free. A work must touch only its own
- * rows (it runs beside others in no set order) and be safe to run again: when the shared transaction fails,
- * each work is run again alone, so that one failure fails only its own caller.
+ * Works that share write transactions: the works handed in while a transaction runs share the next one. The
+ * send path's writers (accepted emails, "sending" marks, delivery outcomes) share one (`sharedWriterOf`), and
+ * their statements run at once (`settleAll`, 'concurrent'): on a busy event loop every round trip to SQLite's
+ * thread costs a turn of the loop, so one transaction of five rounds instead of three of three to five each
+ * is what keeps the writer free; such a work must touch only its own rows (it runs beside others in no set
+ * order). 'in-order' runs them one after another (the MX's writes, which may touch the same rows). A work
+ * must be safe to run again: when the shared transaction fails, each work is run again alone, so that one
+ * failure fails only its own caller.
  */
 export class SharedWriter {
   private readonly works: Batcher<(trx: Tx) => Promise<unknown>, unknown>;
 
-  constructor(db: Db) {
-    this.works = new Batcher((works) => db.transaction((trx) => settleAll(works.map((work) => work(trx)))));
+  constructor(db: Db, order: 'concurrent' | 'in-order' = 'concurrent') {
+    this.works = new Batcher((works) =>
+      db.transaction(async (trx) => {
+        if (order === 'concurrent') return settleAll(works.map((work) => work(trx)));
+        const out: unknown[] = [];
+        for (const work of works) out.push(await work(trx));
+        return out;
+      }),
+    );
   }
 
   run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {

@@ -9,8 +9,7 @@
 //      adapter answer 250. A failure before the end answers 4xx and the sender retries (at-least-once).
 // The database writes of messages arriving together share one transaction (group commit, db/batcher.ts).
 import type { AppContext } from '../context.js';
-import { Batcher } from '../db/batcher.js';
-import type { Tx } from '../db/index.js';
+import { SharedWriter } from '../db/batcher.js';
 import { randomBase62 } from '../core/ids.js';
 import type { AuthInput, AuthVerdict, InboundAuthPool } from './inbound-auth.js';
 import type { DmarcAggregateReport } from './dmarc-reports.js';
@@ -93,12 +92,7 @@ const cleanHeaderValue = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 255)
 export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDelivery | null, auth: InboundAuthPool): InboundReceiver {
   const log = ctx.log.child({ component: 'mx' });
   const hostname = ctx.config.hostname;
-  const writer = new Batcher<(trx: Tx) => Promise<void>, void>(async (jobs) => {
-    await ctx.db.transaction(async (trx) => {
-      for (const job of jobs) await job(trx);
-    });
-    return jobs.map(() => undefined);
-  });
+  const writer = new SharedWriter(ctx.db, 'in-order');
 
   async function check(message: InboundMessage): Promise<AuthVerdict | null> {
     const input: AuthInput = { raw: message.raw, ip: message.client.ip, helo: message.client.helo, sender: message.mailFrom, mta: hostname };
@@ -159,7 +153,7 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     if (webhook.size === 0 && feedback.length === 0 && reports.length === 0) return { status: 'accepted', queueId, junk };
 
     const { notices } = message;
-    await writer.submit(async (trx) => {
+    await writer.run(async (trx) => {
       for (const w of webhook.values()) {
         const view = await insertInbound(trx, at, { domain: w.domain, mailFrom: message.mailFrom, rcptTo: w.rcpt, mailboxIds: [...new Set(w.mailboxIds)], auth: summary, junk, raw: stored, message: parsed! });
         log.info({ queueId, inbound: view.id, domain: w.domain.name }, 'inbound email stored');

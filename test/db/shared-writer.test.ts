@@ -121,3 +121,18 @@ t.test('Batcher gatherMs: items handed in within the wait share one run; without
   t.same(await Promise.all([small.submit(1), small.submit(2)]), [2, 4]);
   t.ok(Date.now() - started < 5_000, 'maxBatch items ran without the wait');
 });
+
+t.test("SharedWriter 'in-order': the works of one transaction run one after another and see each other's writes", async (t) => {
+  const db = await open(t);
+  const writer = new SharedWriter(db, 'in-order');
+  const counts = await Promise.all(
+    ['x', 'y', 'z'].map((name) =>
+      writer.run(async (trx) => {
+        await trx('things').insert({ name });
+        return Number(((await trx('things').count({ n: '*' }).first()) as { n: number }).n);
+      }),
+    ),
+  );
+  t.same(counts, [1, 2, 3], 'each saw the ones before it');
+  t.same(await names(db), ['x', 'y', 'z']);
+});
