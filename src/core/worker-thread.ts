@@ -22,16 +22,14 @@ export function startWorkerBeside(callerUrl: string, name: string, workerData: u
 /**
  * Lowers the calling thread's CPU priority to `nice` (0..19; 0 does nothing). On Linux a thread has its own
  * nice value (setpriority on its thread id, which /proc/thread-self names); elsewhere this is a no-op.
- * Raising one's own nice value needs no privilege. True when it was set.
+ * Raising one's own nice value needs no privilege; a failure leaves the priority as it was.
  */
-export function niceThisThread(nice: number): boolean {
-  if (nice <= 0 || process.platform !== 'linux') return false;
+export function niceThisThread(nice: number): void {
+  if (nice <= 0 || process.platform !== 'linux') return;
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (!Number.isInteger(tid) || tid <= 0) return false;
-    os.setPriority(tid, nice);
-    return true;
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, nice);
   } catch {
-    return false;
+    // not permitted or no /proc: the thread runs at the process's priority
   }
 }
