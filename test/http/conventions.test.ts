@@ -153,4 +153,26 @@ t.test('API conventions', async (t) => {
     t.same(create.required, ['name']);
     t.ok(create.properties?.tls_mode);
   });
+
+  t.test('an idle kept-alive connection stays usable well past Node\'s 5 s default, and says how long', async (t) => {
+    // Clients that pool connections (Node's http.Agent, urllib3, …) reuse one idle for seconds; had the server
+    // closed it meanwhile, the request would meet ECONNRESET.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    t.teardown(() => agent.destroy());
+    const get = () =>
+      new Promise<{ status: number; keepAlive: string | undefined; reused: boolean }>((resolve, reject) => {
+        const req = http.get(`${app.url}/health`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, keepAlive: res.headers['keep-alive'], reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+      });
+    const first = await get();
+    t.equal(first.status, 200);
+    t.equal(first.keepAlive, 'timeout=65', 'the Keep-Alive hint names the idle timeout');
+    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    const second = await get();
+    t.equal(second.status, 200);
+    t.ok(second.reused, 'the same connection, still open after 5.5 s idle');
+  });
 });
