@@ -1,6 +1,6 @@
 // The durable event log. Services record an event in the same transaction as the change it describes,
 // so an event exists exactly when its change does; the webhook dispatcher delivers from this table.
-import { chunkRows } from '../db/batcher.js';
+import { insertRows } from '../db/batcher.js';
 import type { Queryable } from '../db/index.js';
 import type { EventType } from './types.js';
 
@@ -26,7 +26,7 @@ export function eventRow(at: Date, teamId: string, type: EventType, data: Record
 
 /** Several events in one statement (chunked under SQLite's bound-variable limit), in the caller's transaction. */
 export async function recordEvents(q: Queryable, rows: Array<Omit<EventRow, 'id'>>): Promise<void> {
-  for (const chunk of chunkRows(rows)) await q('events').insert(chunk);
+  await insertRows(q, 'events', rows);
 }
 
 /** Events recorded in an open transaction, written together just before it commits (see `recordEvent`). */

@@ -7,8 +7,8 @@
 // idempotent in effect.
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
-import { Batcher, chunkRows } from '../db/batcher.js';
-import { nextIds, type Db, type Queryable } from '../db/index.js';
+import { Batcher, insertRows } from '../db/batcher.js';
+import { execute, nextIds, queryRows, type Db, type Queryable } from '../db/index.js';
 
 export interface Job<P = unknown> {
   id: number;
@@ -135,7 +135,7 @@ export class JobQueue {
       created_at: now,
       dedupe_key: null,
     }));
-    for (const chunk of chunkRows(rows)) await q('jobs').insert(chunk);
+    await insertRows(q, 'jobs', rows);
     if (rows.some((r) => r.run_at <= now)) this.wakeAfter(q);
     return rows.map((r) => r.id);
   }
@@ -152,7 +152,10 @@ export class JobQueue {
    * the end of its job are then written together, and a crash cannot leave done work with its job to run again.
    */
   async finishIn(q: Queryable, ids: number[]): Promise<void> {
-    for (let i = 0; i < ids.length; i += 500) await q('jobs').whereIn('id', ids.slice(i, i + 500)).delete();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      await execute(q, `DELETE FROM jobs WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
+    }
   }
 
   /** Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. */
@@ -262,7 +265,8 @@ export class JobQueue {
 
   private async lease(limit: number): Promise<Job[]> {
     const now = this.clock.now().getTime();
-    const rows = (await this.db.raw(
+    const rows = await queryRows<JobRow>(
+      this.db,
       `UPDATE jobs SET lease_until = ?, attempts = attempts + 1
        WHERE id IN (
          SELECT id FROM jobs
@@ -270,7 +274,7 @@ export class JobQueue {
          ORDER BY run_at, id LIMIT ?)
        RETURNING id, kind, payload, run_at, attempts`,
       [now + this.opts.leaseMs, now, now, limit],
-    )) as JobRow[];
+    );
     return rows
       .sort((a, b) => a.run_at - b.run_at || a.id - b.id)
       .map((r) => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload) as unknown, runAt: new Date(Number(r.run_at)), attempts: r.attempts }));

@@ -2,7 +2,7 @@
 // Keys are 32 random base62 characters behind an `sk_live_`/`sk_test_` prefix; only their SHA-256 is stored.
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
-import { readsOf, type Queryable } from '../db/index.js';
+import { queryRows, readsOf, type Queryable } from '../db/index.js';
 import { forbidden, notFound } from '../core/errors.js';
 import { API_KEY_PATTERN, newId, randomBase62 } from '../core/ids.js';
 import { hashSecret } from '../core/secrets.js';
@@ -151,10 +151,12 @@ export async function deleteApiKey(ctx: AppContext, teamId: string, id: string):
 /** Resolves a bearer credential to its principal, or null when it is not a live key of any team. */
 export async function authenticate(ctx: AppContext, token: string): Promise<Principal | null> {
   if (!modeOfToken(token)) return null;
-  const row = await readsOf(ctx.db)('api_keys as k')
-    .join('teams as t', 't.id', 'k.team_id')
-    .where('k.token_hash', hashSecret(token))
-    .first<(ApiKeyRow & { plan: Plan }) | undefined>('k.*', 't.plan');
+  // Every API request asks: written out and run directly (db.queryRows).
+  const [row] = await queryRows<ApiKeyRow & { plan: Plan }>(
+    readsOf(ctx.db),
+    'SELECT k.*, t.plan FROM api_keys AS k JOIN teams AS t ON t.id = k.team_id WHERE k.token_hash = ? LIMIT 1',
+    [hashSecret(token)],
+  );
   if (!row) return null;
   const now = ctx.clock.now();
   if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {

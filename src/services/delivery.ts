@@ -9,8 +9,8 @@
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
-import { Batcher, chunkRows, sharedWriterOf } from '../db/batcher.js';
-import { readsOf, settleAll, type Queryable } from '../db/index.js';
+import { Batcher, chunkRows, insertRows, sharedWriterOf } from '../db/batcher.js';
+import { execute, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
 import type { ComposeInput } from '../mta/compose.js';
@@ -76,7 +76,7 @@ async function updateFromValues(q: Queryable, table: string, keys: string[], set
     const alias = columns.map((c, i) => `column${i + 1} AS ${c}`).join(', ');
     const assignments = Object.entries(sets).map(([col, expr]) => `${col} = ${expr}`).join(', ');
     const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
-    await q.raw(`UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, chunk.flatMap((r) => columns.map((c) => r[c] as string | number | null)));
+    await execute(q, `UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, chunk.flatMap((r) => columns.map((c) => r[c] as string | number | null)));
   }
 }
 
@@ -90,9 +90,9 @@ async function writeOutcomes(ctx: AppContext, trx: Queryable, sets: WriteSet[]):
       { status: 'v.status', last_code: 'v.last_code', last_message: 'v.last_message', bounce_category: 'v.bounce_category', updated_at: 'v.updated_at' },
       sets.flatMap((s) => s.recipients),
     ),
-    ...chunkRows(sets.flatMap((s) => s.timeline)).map((chunk) => trx('email_events').insert(chunk)),
+    insertRows(trx, 'email_events', sets.flatMap((s) => s.timeline)),
     recordEvents(trx, sets.flatMap((s) => s.events)),
-    ...chunkRows(sets.flatMap((s) => s.suppressions)).map((chunk) => trx('suppressions').insert(chunk).onConflict(['team_id', 'email']).ignore()),
+    insertRows(trx, 'suppressions', sets.flatMap((s) => s.suppressions), ' ON CONFLICT (team_id, email) DO NOTHING'),
     updateFromValues(
       trx,
       'emails',
@@ -123,16 +123,19 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     // All at once: an email and its rows are committed together, so reads on different connections agree.
+    const list = ids.map(() => '?').join(', ');
     const [emails, recipients, attachments, sources, domainKeys] = await settleAll([
-      reads<EmailRow>('emails').whereIn('id', ids),
-      reads<RecipientRow>('email_recipients').whereIn('email_id', ids).orderBy('id'),
-      reads<AttachmentRow>('email_attachments').whereIn('email_id', ids).orderBy('position'),
-      reads<{ email_id: number; raw: Buffer }>('email_sources').whereIn('email_id', ids),
-      reads('domains as d')
-        .join('dkim_keys as k', 'k.domain_id', 'd.id')
-        .whereIn('d.id', reads('emails').whereIn('id', ids).whereNotNull('domain_id').distinct('domain_id'))
-        .andWhere('k.state', 'active')
-        .select<DomainKeyRow[]>('d.id as domain_id', 'd.name', 'd.tls_mode', 'k.selector', 'k.private_key_sealed'),
+      queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, ids),
+      queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list}) ORDER BY id`, ids),
+      queryRows<AttachmentRow>(reads, `SELECT * FROM email_attachments WHERE email_id IN (${list}) ORDER BY position`, ids),
+      queryRows<{ email_id: number; raw: Buffer }>(reads, `SELECT * FROM email_sources WHERE email_id IN (${list})`, ids),
+      queryRows<DomainKeyRow>(
+        reads,
+        `SELECT d.id AS domain_id, d.name, d.tls_mode, k.selector, k.private_key_sealed
+         FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
+         WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
+        ids,
+      ),
     ]);
     return ids.map((id) => {
       const email = emails.find((e) => e.id === id);
@@ -151,9 +154,14 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     await shared.run(async (trx) => {
       const now = ctx.clock.now().toISOString();
       await settleAll([
-        trx('emails').whereIn('id', items.map((i) => i.email.id)).update({ attempts: trx.raw('attempts + 1'), status: 'sending', job_id: null, updated_at: now }),
-        ...chunkRows(items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) }))).map((chunk) =>
-          trx('email_events').insert(chunk),
+        execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${items.map(() => '?').join(', ')})`, [
+          now,
+          ...items.map((i) => i.email.id),
+        ]),
+        insertRows(
+          trx,
+          'email_events',
+          items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) })),
         ),
       ]);
     });

@@ -11,7 +11,7 @@ import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { htmlToText, inferContentType } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
-import { Batcher, chunkRows, sharedWriterOf } from '../db/batcher.js';
+import { Batcher, insertRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import {
   addTimeline,
@@ -403,16 +403,16 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   // (their foreign keys need the emails written).
   await settleAll([
     ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt })), ids.jobs),
-    ...chunkRows(emails).map((chunk) => trx('emails').insert(chunk)),
+    insertRows(trx, 'emails', emails),
     recordEvents(trx, events),
     ledger.save(),
   ]);
   await settleAll([
-    ...chunkRows(recipients).map((chunk) => trx('email_recipients').insert(chunk)),
+    insertRows(trx, 'email_recipients', recipients),
     // Attachments can be large: one row per statement keeps each statement's size reasonable.
     ...attachments.map((a) => trx('email_attachments').insert(a)),
     ...sources.map((r) => trx('email_sources').insert(r)),
-    ...chunkRows(timeline).map((chunk) => trx('email_events').insert(chunk)),
+    insertRows(trx, 'email_events', timeline),
   ]);
   return results as Array<SendResult | AppError>;
 }

@@ -6,7 +6,8 @@
 // writing it, and saves the ledger (counts and any new hold) with the emails.
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
-import { settleAll, type Queryable } from '../db/index.js';
+import { insertRows } from '../db/batcher.js';
+import { execute, queryRows, settleAll, type Queryable } from '../db/index.js';
 import { AppError, notFound } from '../core/errors.js';
 import { domainOf } from '../core/address.js';
 import { EXTERNAL_CAPS, NEW_ACCOUNT_AGE_MS, OVERAGE_EUR_PER_1000, SEND_QUOTAS } from '../limits/table.js';
@@ -135,17 +136,16 @@ export class SendLedger {
 
   private async read(teamId: string): Promise<TeamLedger> {
     // One statement: the team, its sending state, this month's count and its domains' names.
-    const joined = await this.trx('teams as t')
-      .leftJoin('team_send_state as s', 's.team_id', 't.id')
-      .leftJoin('team_usage as u', (j) => j.on('u.team_id', 't.id').andOnVal('u.month', monthOf(this.at)))
-      .where('t.id', teamId)
-      .first<(Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string; sent: number | null; own_domains: string }) | undefined>(
-        't.plan',
-        't.created_at',
-        's.*',
-        'u.sent',
-        this.trx.raw('(SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id) AS own_domains'),
-      );
+    const [joined] = await queryRows<Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string; sent: number | null; own_domains: string }>(
+      this.trx,
+      `SELECT t.plan, t.created_at, s.*, u.sent,
+         (SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id) AS own_domains
+       FROM teams AS t
+       LEFT JOIN team_send_state AS s ON s.team_id = t.id
+       LEFT JOIN team_usage AS u ON u.team_id = t.id AND u.month = ?
+       WHERE t.id = ? LIMIT 1`,
+      [monthOf(this.at), teamId],
+    );
     if (!joined) throw notFound('Team not found');
     const { plan, created_at: createdAt, sent, own_domains: own, ...stored } = joined;
     return {
@@ -238,9 +238,13 @@ export class SendLedger {
       const t = await pending.catch(() => undefined); // a team that could not be read counted nothing
       if (!t) continue;
       if (t.counted > 0) {
-        writes.push(this.trx.raw('INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
+        writes.push(execute(this.trx, 'INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
       }
-      if (t.stateChanged) writes.push(this.trx('team_send_state').insert(t.state).onConflict('team_id').merge());
+      if (t.stateChanged) {
+        // An upsert: every column but the key takes the new value (knex's onConflict().merge()).
+        const set = Object.keys(t.state).filter((c) => c !== 'team_id').map((c) => `${c} = excluded.${c}`);
+        writes.push(insertRows(this.trx, 'team_send_state', [t.state], ` ON CONFLICT (team_id) DO UPDATE SET ${set.join(', ')}`));
+      }
     }
     await settleAll(writes);
   }

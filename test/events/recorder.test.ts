@@ -27,7 +27,7 @@ t.test('events of a transaction are written once it ends, in order, with one sta
   const { ctx, teamId } = await setup(t);
   const inserts: string[] = [];
   const listener = (q: { sql: string }) => {
-    if (q.sql.startsWith('insert into `events`')) inserts.push(q.sql);
+    if (/^insert into [`"]?events[`"]? /i.test(q.sql)) inserts.push(q.sql);
   };
   ctx.db.on('query', listener);
   t.teardown(() => void ctx.db.off('query', listener));
