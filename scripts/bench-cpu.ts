@@ -1,5 +1,6 @@
 // CPU figures shared by the benchmarks. Wall-clock rates move with whatever else the machine runs; CPU time
 // per operation and the event loop's utilisation move far less, so the benchmarks print them beside the rates.
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +44,24 @@ export class CpuMeter {
 }
 
 /** "0.9 0.7 0.5 (2 CPUs)" */
+/**
+ * The host's speed now: RSA-2048 signatures per second on the calling thread (~0.5 s of work). The same
+ * code measured hours apart on this shared machine differs by up to a third; this figure, printed beside
+ * the rates, tells a slow hour from a slower build (a DKIM signature is also the largest fixed cost of a send).
+ */
+export function rsaSignsPerSecond(ms = 500): number {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const data = Buffer.alloc(512, 1);
+  for (let i = 0; i < 20; i++) sign('sha256', data, privateKey);
+  let n = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < ms) {
+    sign('sha256', data, privateKey);
+    n++;
+  }
+  return Math.round((n * 1000) / (performance.now() - t0));
+}
+
 export const loadAverage = () => `${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (${os.cpus().length} CPUs)`;
 
 /** CPU ms per thread of this process, keyed `tid comm` (Linux; empty elsewhere): where the CPU outside the main thread goes. */

@@ -1,7 +1,7 @@
 // Sending benchmark: the real appliance (startAppliance, the composition root `npm start` uses) against a
 // loopback DNS server (dns2) and a fast SMTP sink MX that accepts everything and discards the bodies.
 //
-//   npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
+//   npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--render-nice <config>]
 //                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
@@ -12,10 +12,13 @@
 // single POST /emails offered at --rate per second whatever the answers (open loop, latency counted from each
 // request's due time: the API's latency at that load). For each: accepted per second, API latency p50/p99,
 // delivered per second (from the first accept until the sink has every message, and until GET /emails shows
-// every one delivered), peak RSS. Before them a warm-up of --warmup emails (2,000; batch), delivered and not
-// counted: the figures are those of a box that has been running, not of V8 still compiling its hot paths (on
-// a 2-core box that compiling takes a third of a core during the first 5,000 emails). `--warmup 0` measures
-// from a cold start.
+// every one delivered), peak RSS. Before them a warm-up of --warmup emails (20,000; batch), delivered and not
+// counted: the figures are those of a box that has been running, not of V8 still compiling its hot paths.
+// Measured with --trace-opt: after a warm-up of 2,000, TurboFan still spent ~4.3 s of CPU compiling during the
+// next 10,000 emails (the transaction that writes accepted emails alone was re-optimised 7 times, ~200 ms
+// each, as the array shapes it meets settle), ~10% of the phase's CPU; after 30,000, ~0.5 s. `--warmup 0`
+// measures from a cold start. The header and SUMMARY print the host's RSA-2048 signatures per second per
+// core: this shared machine's speed drifts by up to a third over a day.
 //
 // Threads: the appliance runs alone on the main thread, as it would in production. The "internet" (DNS
 // server and sink MX) runs on one worker thread and the API client on another, so that their JavaScript
@@ -34,7 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { mainThreadProfiler, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
+import { mainThreadProfiler, rsaSignsPerSecond, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -64,7 +67,7 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     n: 10_000,
-    warmup: 2_000,
+    warmup: 20_000,
     concurrency: 32,
     batchConcurrency: 1,
     batchSize: 100,
@@ -148,7 +151,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 2000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -481,6 +484,8 @@ interface QueryStat {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
+  // Before any thread starts (the render threads compile their modules for a second or two on both cores).
+  const signsPerS = rsaSignsPerSecond();
   const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance, mtaFromConfig } = await import('../src/appliance.js');
   const { newToken } = await import('../src/services/api-keys.js');
@@ -635,7 +640,7 @@ async function main(): Promise<void> {
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
         `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads} (nice ${config.renderThreadNice}), ` +
-        `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
+        `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; host speed ${signsPerS} RSA-2048 signs/s per core${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
     const html = htmlBody();
@@ -869,7 +874,7 @@ async function main(): Promise<void> {
           : `paced ${opts.rate}/s: ${fmt(f.acceptedPerS, 0)} acc/s, p50/p99 ${fmt(f.latP50, 1)}/${fmt(f.latP99, 1)} ms, ${dlv(f)} dlv/s, ${cpuText(f)}`,
     );
     console.log(
-      `\nSUMMARY n=${opts.n}${opts.warmup ? ` after a warm-up of ${opts.warmup}` : ''}: ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
+      `\nSUMMARY n=${opts.n}${opts.warmup ? ` after a warm-up of ${opts.warmup}` : ''} (host ${signsPerS} RSA signs/s): ${parts.join('; ')}; peak RSS ${mb(peakRss)}; ${correct ? 'all delivered exactly once' : 'NOT ALL DELIVERED EXACTLY ONCE'}; ` +
         `targets: ${verdicts.join(', ')}`,
     );
   } catch (err) {
