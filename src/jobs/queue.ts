@@ -76,6 +76,15 @@ export class JobQueue {
   private timer: NodeJS.Timeout | undefined;
   private filling = false;
   private refill = false;
+  /**
+   * Due jobs may be waiting unleased: false once a lease found fewer than it asked for, true again when an
+   * enqueue commits, a poll comes round or a lease was cut short by the concurrency limit. A finished job
+   * frees a slot, but looks for more work only while this is true: at moderate load nearly every finish
+   * would otherwise run a lease that finds nothing, on the single write connection the send path shares.
+   */
+  private mayHaveDue = true;
+  /** Slots promised to jobs enqueued already leased, whose transaction has not committed yet. */
+  private reserved = 0;
   private started = false;
   private stopped = false;
   /** Finished jobs are deleted together: one statement for all that finish while the last delete ran. */
@@ -122,6 +131,11 @@ export class JobQueue {
    * the ids are allocated from the table's AUTOINCREMENT sequence, which only the writer may read safely).
    * Returns their ids in order. No dedupe keys here. `firstId`: the ids were taken already (`nextIds` of
    * the same transaction, when the caller needs them before the jobs are written).
+   *
+   * Jobs due now go straight to this worker while it has free slots and no older due job waits unleased
+   * (`mayHaveDue`): they are written already leased and run once the transaction commits, without a lease
+   * statement to find them (at moderate load the send path would otherwise run one write of its own for
+   * every transaction that accepts email). A crash before they finish leaves leases that start() releases.
    */
   async enqueueMany(q: Queryable, specs: JobSpec[], firstId?: number): Promise<number[]> {
     if (specs.length === 0) return [];
@@ -134,17 +148,51 @@ export class JobQueue {
       run_at: (s.runAt ?? this.clock.now()).getTime(),
       created_at: now,
       dedupe_key: null,
+      lease_until: null as number | null,
+      attempts: 0,
     }));
-    await insertRows(q, 'jobs', rows);
-    if (rows.some((r) => r.run_at <= now)) this.wakeAfter(q);
+    const due = rows.filter((r) => r.run_at <= now);
+    const handed = due.slice(0, this.reserve(due.length));
+    for (const r of handed) {
+      r.lease_until = now + this.opts.leaseMs;
+      r.attempts = 1;
+    }
+    try {
+      await insertRows(q, 'jobs', rows);
+    } catch (err) {
+      this.reserved -= handed.length;
+      throw err;
+    }
+    if (handed.length > 0) this.afterCommit(q, () => this.adopt(handed), () => (this.reserved -= handed.length));
+    if (due.length > handed.length) this.wakeAfter(q);
     return rows.map((r) => r.id);
+  }
+
+  /** Free slots for jobs enqueued already leased (none unless the worker runs and nothing older is due). */
+  private reserve(n: number): number {
+    if (!this.started || this.stopped || this.mayHaveDue) return 0;
+    const k = Math.max(0, Math.min(n, this.opts.concurrency - this.running.size - this.reserved));
+    this.reserved += k;
+    return k;
+  }
+
+  /** Runs jobs written already leased, once their transaction committed. */
+  private adopt(rows: JobRow[]): void {
+    this.reserved -= rows.length;
+    if (this.stopped) return; // they keep their leases, which the next start() releases
+    for (const r of rows) this.launch({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload) as unknown, runAt: new Date(r.run_at), attempts: r.attempts });
   }
 
   /** Wakes the worker once `q`'s transaction commits (at once when `q` is not a transaction). */
   private wakeAfter(q: Queryable): void {
+    this.afterCommit(q, () => this.wake());
+  }
+
+  /** Runs `committed` once `q`'s transaction commits (at once when `q` is not one), `failed` if it rolls back. */
+  private afterCommit(q: Queryable, committed: () => void, failed: () => void = () => undefined): void {
     const tx = q as Partial<{ executionPromise: Promise<unknown>; isTransaction: boolean }>;
-    if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(() => this.wake(), () => undefined);
-    else this.wake();
+    if (tx.isTransaction && tx.executionPromise) tx.executionPromise.then(committed, failed);
+    else committed();
   }
 
   /**
@@ -202,6 +250,11 @@ export class JobQueue {
 
   /** Looks for due work now rather than at the next poll. */
   wake(): void {
+    this.mayHaveDue = true;
+    this.kick();
+  }
+
+  private kick(): void {
     if (!this.started || this.stopped) return;
     setImmediate(() => void this.fill());
   }
@@ -213,7 +266,7 @@ export class JobQueue {
   async drain(): Promise<number> {
     let ran = 0;
     for (;;) {
-      const free = this.opts.concurrency - this.running.size;
+      const free = this.opts.concurrency - this.running.size - this.reserved;
       const jobs = free > 0 ? await this.lease(Math.min(free, this.opts.batch)) : [];
       for (const job of jobs) this.launch(job);
       ran += jobs.length;
@@ -244,11 +297,15 @@ export class JobQueue {
       do {
         this.refill = false;
         while (!this.stopped) {
-          const free = this.opts.concurrency - this.running.size;
+          const free = this.opts.concurrency - this.running.size - this.reserved;
           if (free <= 0) break;
           const jobs = await this.lease(Math.min(free, this.opts.batch));
           for (const job of jobs) this.launch(job);
-          if (jobs.length < Math.min(free, this.opts.batch)) break;
+          if (jobs.length < Math.min(free, this.opts.batch)) {
+            // Everything due was taken, unless a wake came in meanwhile (then `refill` looks again).
+            if (!this.refill) this.mayHaveDue = false;
+            break;
+          }
         }
       } while (this.refill && !this.stopped);
     } catch (err) {
@@ -257,7 +314,7 @@ export class JobQueue {
       this.filling = false;
       if (!this.stopped) {
         clearTimeout(this.timer);
-        this.timer = setTimeout(() => void this.fill(), this.opts.pollMs);
+        this.timer = setTimeout(() => this.wake(), this.opts.pollMs);
         this.timer.unref();
       }
     }
@@ -283,7 +340,7 @@ export class JobQueue {
   private launch(job: Job): void {
     const p: Promise<void> = this.execute(job).finally(() => {
       this.running.delete(p);
-      this.wake();
+      if (this.mayHaveDue) this.kick();
     });
     this.running.add(p);
   }

@@ -183,6 +183,105 @@ t.test('a started worker picks up a committed job without being drained', async 
   t.same(await done, { n: 1 }, 'woken by the commit, not by the (minute-long) poll');
 });
 
+t.test('a started worker leases again after a finish only while due jobs may be waiting', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 2, batch: 10, pollMs: 60_000 });
+  let leases = 0;
+  ctx.db.on('query', (q: { sql: string }) => {
+    if (q.sql.startsWith('UPDATE jobs SET lease_until')) leases++;
+  });
+  const ran: number[] = [];
+  const settled: Array<() => void> = [];
+  const next = () => new Promise<void>((resolve) => settled.push(resolve));
+  queue.register('n', async (job) => {
+    ran.push((job.payload as { n: number }).n);
+    const done = settled.shift();
+    done?.();
+  });
+  // Five due jobs, two slots: the leases that were cut short by the limit mean more may wait, so each finish
+  // leases again until one finds fewer than it asked for.
+  for (let n = 1; n <= 5; n++) await queue.enqueue(ctx.db, 'n', { n });
+  const five = Array.from({ length: 5 }, next);
+  await queue.start();
+  await Promise.all(five);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.same([...ran].sort(), [1, 2, 3, 4, 5], 'every job ran');
+  const afterBacklog = leases;
+
+  // Nothing is due now: single jobs, each woken by its commit, finish without another lease each time.
+  for (let n = 6; n <= 9; n++) {
+    const one = next();
+    await queue.enqueue(ctx.db, 'n', { n });
+    await one;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.same(ran.slice(5), [6, 7, 8, 9], 'each picked up at once (the poll is a minute away)');
+  t.equal(leases - afterBacklog, 4, 'one lease per enqueue, none after a finish that left nothing due');
+});
+
+t.test('jobs enqueued together while the worker has room run without a lease statement, once committed', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 2, pollMs: 60_000 });
+  const leases: string[] = [];
+  ctx.db.on('query', (q: { sql: string }) => {
+    if (q.sql.startsWith('UPDATE jobs SET lease_until')) leases.push(q.sql);
+  });
+  const seen: Array<{ n: number; attempts: number; leased: boolean }> = [];
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const arrived: Array<() => void> = [];
+  queue.register('h', async (job) => {
+    const row = await ctx.db('jobs').where({ id: job.id }).first('lease_until');
+    seen.push({ n: (job.payload as { n: number }).n, attempts: job.attempts, leased: row?.lease_until != null });
+    arrived.shift()?.();
+    await gate;
+  });
+  const next = () => new Promise<void>((resolve) => arrived.push(resolve));
+  await queue.start();
+  await new Promise((resolve) => setTimeout(resolve, 20)); // start()'s own look finds nothing
+  const before = leases.length;
+
+  // Rolled back: nothing runs, and the slots it was promised are free again.
+  await ctx.db
+    .transaction(async (trx) => {
+      await queue.enqueueMany(trx, [{ kind: 'h', payload: { n: 0 } }]);
+      throw new Error('no');
+    })
+    .catch(() => undefined);
+
+  const two = [next(), next()];
+  let committed = false;
+  await ctx.db.transaction(async (trx) => {
+    await queue.enqueueMany(trx, [
+      { kind: 'h', payload: { n: 1 } },
+      { kind: 'h', payload: { n: 2 } },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    t.equal(seen.length, 0, 'nothing runs before the commit');
+    committed = true;
+  });
+  await Promise.all(two);
+  t.ok(committed);
+  t.same(
+    seen.sort((a, b) => a.n - b.n),
+    [
+      { n: 1, attempts: 1, leased: true },
+      { n: 2, attempts: 1, leased: true },
+    ],
+    'both run at once, written with their lease and first attempt',
+  );
+  t.equal(leases.length, before, 'no lease statement was needed');
+
+  // Both slots are taken: a third job is written unleased and waits for a slot, found by a lease.
+  const third = next();
+  const [thirdId] = await queue.enqueueMany(ctx.db, [{ kind: 'h', payload: { n: 3 } }]);
+  t.same(await ctx.db('jobs').where({ id: thirdId }).first('lease_until', 'attempts'), { lease_until: null, attempts: 0 }, 'the third waits unleased');
+  release();
+  await third;
+  t.equal(seen.length, 3);
+  t.ok(leases.length > before, 'the third was found by a lease');
+  await queue.stop();
+  t.same(await rows(ctx), [], 'every job done and deleted');
+});
+
 t.test('no more than `concurrency` handlers run at once', async (t) => {
   const { ctx, queue } = await setup(t, { concurrency: 3, batch: 10 });
   let now = 0;
