@@ -163,7 +163,7 @@ t.test('API conventions', async (t) => {
       new Promise<{ status: number; keepAlive: string | undefined; reused: boolean }>((resolve, reject) => {
         const req = http.get(`${app.url}/health`, { agent }, (res) => {
           res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, keepAlive: res.headers['keep-alive'], reused: req.reusedSocket }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, keepAlive: res.headers['keep-alive']?.toString(), reused: req.reusedSocket }));
         });
         req.on('error', reject);
       });
