@@ -43,7 +43,6 @@ export class CpuMeter {
   }
 }
 
-/** "0.9 0.7 0.5 (2 CPUs)" */
 /**
  * The host's speed now: RSA-2048 signatures per second on the calling thread (~0.5 s of work). The same
  * code measured hours apart on this shared machine differs by up to a third; this figure, printed beside
@@ -62,6 +61,7 @@ export function rsaSignsPerSecond(ms = 500): number {
   return Math.round((n * 1000) / (performance.now() - t0));
 }
 
+/** "0.9 0.7 0.5 (2 CPUs)" */
 export const loadAverage = () => `${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (${os.cpus().length} CPUs)`;
 
 /** CPU ms per thread of this process, keyed `tid comm` (Linux; empty elsewhere): where the CPU outside the main thread goes. */

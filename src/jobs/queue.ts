@@ -1,6 +1,7 @@
 // The durable job queue: generic machinery that knows no job kind. Services enqueue inside their own
-// transaction (so a job exists exactly when the change that needs it does); the worker leases due jobs,
-// runs the handler registered for their kind, and deletes, reschedules or buries them.
+// transaction (so a job exists exactly when the change that needs it does); the worker leases due jobs (or
+// takes over, at commit, those enqueueMany wrote already leased), runs the handler registered for their kind,
+// and deletes, reschedules or buries them.
 //
 // Delivery is at-least-once: a job whose worker died is run again once its lease expires (and every lease
 // is released when the appliance starts, since one process owns the database). Handlers must therefore be
