@@ -7,7 +7,7 @@
 // A run must be all-or-nothing (one transaction). If it throws for a batch of several, each item is run
 // again alone, so one bad item fails only its own caller.
 
-import { execute, settleAll, type Db, type Queryable, type Tx } from './index.js';
+import { execute, placeholders, settleAll, type Db, type Queryable, type Tx } from './index.js';
 
 interface Waiting<I, O> {
   item: I;
@@ -81,7 +81,7 @@ export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000, ma
 export async function insertRows(q: Queryable, table: string, rows: readonly object[], tail = ''): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]!);
-  const tuple = `(${columns.map(() => '?').join(', ')})`;
+  const tuple = `(${placeholders(columns.length)})`;
   const head = `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `;
   for (const chunk of chunkRows(rows as object[])) {
     const values = chunk.flatMap((r) => columns.map((c) => (r as Record<string, unknown>)[c] ?? null));

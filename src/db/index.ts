@@ -100,6 +100,9 @@ export async function settleAll<T extends readonly unknown[] | []>(statements: T
   return values as { -readonly [K in keyof T]: Awaited<T[K]> };
 }
 
+/** `?, ?, ?` for `n` bound values: an IN list or a VALUES tuple. */
+export const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
 /** What the direct path needs of a knex client and of a transaction (knex's own typings leave these out). */
 interface DirectClient {
   acquireConnection(): Promise<unknown>;
@@ -159,6 +162,6 @@ export async function execute(q: Queryable, sql: string, bindings: unknown[] = [
  * them before it commits). Rows inserted with explicit ids from here move the sequence on as usual.
  */
 export async function nextIds<N extends string>(trx: Queryable, tables: readonly N[]): Promise<Record<N, number>> {
-  const rows = await queryRows<{ name: string; seq: number }>(trx, `SELECT name, seq FROM sqlite_sequence WHERE name IN (${tables.map(() => '?').join(', ')})`, [...tables]);
+  const rows = await queryRows<{ name: string; seq: number }>(trx, `SELECT name, seq FROM sqlite_sequence WHERE name IN (${placeholders(tables.length)})`, [...tables]);
   return Object.fromEntries(tables.map((t) => [t, (rows.find((r) => r.name === t)?.seq ?? 0) + 1])) as Record<N, number>;
 }

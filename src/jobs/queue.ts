@@ -9,7 +9,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Batcher, insertRows } from '../db/batcher.js';
-import { execute, nextIds, queryRows, type Db, type Queryable } from '../db/index.js';
+import { execute, nextIds, placeholders, queryRows, type Db, type Queryable } from '../db/index.js';
 
 export interface Job<P = unknown> {
   id: number;
@@ -203,7 +203,7 @@ export class JobQueue {
   async finishIn(q: Queryable, ids: number[]): Promise<void> {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      await execute(q, `DELETE FROM jobs WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
+      await execute(q, `DELETE FROM jobs WHERE id IN (${placeholders(chunk.length)})`, chunk);
     }
   }
 

@@ -6,7 +6,7 @@
 // unknown mailbox or folder) fails alone; the others in its batch commit.
 import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
-import type { Tx } from '../db/index.js';
+import { placeholders, type Tx } from '../db/index.js';
 import { normalizeFlags } from './flags.js';
 import { summarize } from './headers.js';
 import {
@@ -185,7 +185,7 @@ function columnsOf<T>(row: JoinedRow, prefix: string, columns: readonly string[]
 async function loadTargets(trx: Tx, mailboxIds: number[], paths: string[]): Promise<Array<{ mailbox: MailboxState; folder: FolderRow | null }>> {
   const rows = await selectIn<JoinedRow, number>(mailboxIds, (c) =>
     trx.raw(
-      `SELECT ${TARGET_COLUMNS} FROM mailboxes m LEFT JOIN mail_folders f ON f.mailbox_id = m.id AND f.path IN (${paths.map(() => '?').join(',')}) WHERE m.id IN (${c.map(() => '?').join(',')})`,
+      `SELECT ${TARGET_COLUMNS} FROM mailboxes m LEFT JOIN mail_folders f ON f.mailbox_id = m.id AND f.path IN (${placeholders(paths.length)}) WHERE m.id IN (${placeholders(c.length)})`,
       [...paths, ...c],
     ),
   );

@@ -1,5 +1,5 @@
 // Folders: list (with counts), get, create (with parents), delete, rename (RFC 3501 §6.3.5, INBOX too), subscribe.
-import type { Tx } from '../db/index.js';
+import { placeholders, type Tx } from '../db/index.js';
 import { removeMessages } from './messages.js';
 import {
   announce,
@@ -30,7 +30,7 @@ const COUNTS_SQL = `SELECT folder_id, COUNT(*) AS messages,
 
 async function withCounts(core: Core, rows: FolderRow[]): Promise<Folder[]> {
   if (rows.length === 0) return [];
-  const counts = (await core.reads.raw(COUNTS_SQL.replace('%IDS%', rows.map(() => '?').join(',')), rows.map((r) => r.id))) as Counts[];
+  const counts = (await core.reads.raw(COUNTS_SQL.replace('%IDS%', placeholders(rows.length)), rows.map((r) => r.id))) as Counts[];
   const byId = new Map(counts.map((c) => [c.folder_id, c]));
   return rows.map((r) => toFolder(r, byId.get(r.id)));
 }

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Clock } from '../core/clock.js';
 import type { Signal } from '../core/signal.js';
-import type { Db, Tx } from '../db/index.js';
+import { placeholders, type Db, type Tx } from '../db/index.js';
 import { decodeFlags } from './flags.js';
 import {
   FOLDER_DELIMITER,
@@ -257,7 +257,7 @@ export async function updateById(
       return `"${col}" = CASE id ${whens.join(' ')} END`;
     });
     for (const r of chunk) bindings.push(r.id);
-    await trx.raw(`UPDATE "${table}" SET ${sets.join(', ')} WHERE id IN (${chunk.map(() => '?').join(',')})`, bindings);
+    await trx.raw(`UPDATE "${table}" SET ${sets.join(', ')} WHERE id IN (${placeholders(chunk.length)})`, bindings);
   }
 }
 

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { Batcher, chunkRows, insertRows, sharedWriterOf } from '../db/batcher.js';
-import { execute, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { execute, placeholders, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
 import type { ComposeInput } from '../mta/compose.js';
@@ -72,7 +72,7 @@ async function updateFromValues(q: Queryable, table: string, keys: string[], set
   if (rows.length === 0) return;
   const columns = [...keys, ...Object.keys(sets).filter((c) => !keys.includes(c))];
   for (const chunk of chunkRows(rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null]))))) {
-    const tuple = `(${columns.map(() => '?').join(', ')})`;
+    const tuple = `(${placeholders(columns.length)})`;
     const alias = columns.map((c, i) => `column${i + 1} AS ${c}`).join(', ');
     const assignments = Object.entries(sets).map(([col, expr]) => `${col} = ${expr}`).join(', ');
     const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
@@ -123,7 +123,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     // All at once: an email and its rows are committed together, so reads on different connections agree.
-    const list = ids.map(() => '?').join(', ');
+    const list = placeholders(ids.length);
     const [emails, recipients, attachments, sources, domainKeys] = await settleAll([
       queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, ids),
       queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list}) ORDER BY id`, ids),
@@ -154,7 +154,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     await shared.run(async (trx) => {
       const now = ctx.clock.now().toISOString();
       await settleAll([
-        execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${items.map(() => '?').join(', ')})`, [
+        execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${placeholders(items.length)})`, [
           now,
           ...items.map((i) => i.email.id),
         ]),
