@@ -10,7 +10,8 @@ import type { Db, Queryable } from '../db/index.js';
 import type { JobQueue, JobSpec } from '../jobs/queue.js';
 import type { EventType } from './types.js';
 
-const EVENTS_INSERT = /^insert into [`"]?events[`"]? /i;
+/** An insert into `events`, as knex spells it or as the direct path does (db/batcher.ts insertRows). */
+export const EVENTS_INSERT = /^insert into [`"]?events[`"]? /i;
 
 export const DISPATCH_JOB = 'webhook.dispatch';
 export const WEBHOOK_DELIVER_JOB = 'webhook.deliver';
@@ -146,7 +147,6 @@ export class DispatchWaker {
   /** Bumped by every write to `webhooks`, so a run does not clear `active` on stale knowledge. */
   private hookWrites = 0;
   private timer: NodeJS.Timeout | undefined;
-  // knex writes `insert into \`events\``; the send path's direct inserts (db/batcher.ts insertRows) `INSERT INTO events`.
   private readonly listener = (q: { sql?: string }) => {
     const sql = q.sql;
     if (typeof sql !== 'string') return;

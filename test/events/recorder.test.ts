@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { createContext, type AppContext } from '../../src/context.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { recordEvent } from '../../src/events/recorder.js';
+import { EVENTS_INSERT } from '../../src/events/webhook-dispatcher.js';
 import { bootstrapIfEmpty } from '../../src/services/bootstrap.js';
 import { testConfig } from '../helpers/app.js';
 
@@ -27,7 +28,7 @@ t.test('events of a transaction are written once it ends, in order, with one sta
   const { ctx, teamId } = await setup(t);
   const inserts: string[] = [];
   const listener = (q: { sql: string }) => {
-    if (/^insert into [`"]?events[`"]? /i.test(q.sql)) inserts.push(q.sql);
+    if (EVENTS_INSERT.test(q.sql)) inserts.push(q.sql); // what the dispatcher wakes on
   };
   ctx.db.on('query', listener);
   t.teardown(() => void ctx.db.off('query', listener));
