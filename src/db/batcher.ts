@@ -90,6 +90,24 @@ export async function insertRows(q: Queryable, table: string, rows: readonly obj
 }
 
 /**
+ * `UPDATE table SET … FROM (VALUES …) AS v WHERE <keys match>`: many rows updated to different values in one
+ * statement per chunk. `sets` maps a column to its new value's expression over `v` (e.g. `v.status`); the
+ * VALUES rows hold the key columns and the columns `sets` names (a missing value is NULL).
+ */
+export async function updateFromValues(q: Queryable, table: string, keys: string[], sets: Record<string, string>, rows: ReadonlyArray<Record<string, unknown>>): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = [...keys, ...Object.keys(sets).filter((c) => !keys.includes(c))];
+  const tuple = `(${placeholders(columns.length)})`;
+  const alias = columns.map((c, i) => `column${i + 1} AS ${c}`).join(', ');
+  const assignments = Object.entries(sets).map(([col, expr]) => `${col} = ${expr}`).join(', ');
+  const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
+  for (const chunk of chunkRows(rows as Array<Record<string, unknown>>)) {
+    const values = chunk.flatMap((r) => columns.map((c) => r[c] ?? null));
+    await execute(q, `UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, values);
+  }
+}
+
+/**
  * Works that share write transactions: the works handed in while a transaction runs share the next one. The
  * send path's writers (accepted emails, "sending" marks, delivery outcomes) share one (`sharedWriterOf`), and
  * their statements run at once (`settleAll`, 'concurrent'): on a busy event loop every round trip to SQLite's

@@ -9,7 +9,7 @@
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
-import { Batcher, chunkRows, insertRows, sharedWriterOf } from '../db/batcher.js';
+import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../db/batcher.js';
 import { execute, placeholders, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
@@ -65,19 +65,6 @@ interface WriteSet {
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
   /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
   finishedJob: number | null;
-}
-
-/** `UPDATE table SET … FROM (VALUES …)`: one statement updating many rows to different values. */
-async function updateFromValues(q: Queryable, table: string, keys: string[], sets: Record<string, string>, rows: Array<Record<string, unknown>>): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = [...keys, ...Object.keys(sets).filter((c) => !keys.includes(c))];
-  for (const chunk of chunkRows(rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null]))))) {
-    const tuple = `(${placeholders(columns.length)})`;
-    const alias = columns.map((c, i) => `column${i + 1} AS ${c}`).join(', ');
-    const assignments = Object.entries(sets).map(([col, expr]) => `${col} = ${expr}`).join(', ');
-    const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
-    await execute(q, `UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, chunk.flatMap((r) => columns.map((c) => r[c] as string | number | null)));
-  }
 }
 
 /** Every statement at once (`settleAll`): they touch different rows or tables. */

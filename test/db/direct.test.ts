@@ -2,7 +2,7 @@
 // same connections, transactions and prepared statements as knex's own queries, without its builder and
 // runner, over a real SQLite file.
 import t, { type Test } from 'tap';
-import { insertRows } from '../../src/db/batcher.js';
+import { insertRows, updateFromValues } from '../../src/db/batcher.js';
 import { execute, queryRows, readsOf, type Db } from '../../src/db/index.js';
 import { openScratchDb } from '../helpers/db.js';
 
@@ -83,4 +83,24 @@ t.test('insertRows: columns from the first row, missing values NULL, chunks in o
   t.same(await queryRows(db, "SELECT note FROM things WHERE name = 'n0'"), [{ note: 'merged' }], 'an upsert');
   await insertRows(db, 'things', []);
   t.equal((await queryRows<{ n: number }>(db, 'SELECT count(*) AS n FROM things'))[0]!.n, 1204, 'no rows: no statement');
+});
+
+t.test('updateFromValues: many rows to different values in one statement, matched by key, missing values NULL', async (t) => {
+  const db = await open(t);
+  await insertRows(db, 'things', [{ name: 'a', note: 'x' }, { name: 'b', note: 'y' }, { name: 'c', note: 'z' }]);
+  const seen: string[] = [];
+  db.on('query', (q: { sql: string }) => seen.push(q.sql));
+  await updateFromValues(db, 'things', ['name'], { n: 'v.n', note: 'COALESCE(v.note, things.note)' }, [
+    { name: 'a', n: 5, note: 'new' },
+    { name: 'c', n: 7 },
+  ]);
+  t.equal(seen.length, 1, 'one statement');
+  t.same(await queryRows(db, 'SELECT name, note, n FROM things ORDER BY id'), [
+    { name: 'a', note: 'new', n: 5 },
+    { name: 'b', note: 'y', n: 0 },
+    { name: 'c', note: 'z', n: 7 },
+  ]);
+  const before = seen.length;
+  await updateFromValues(db, 'things', ['name'], { n: 'v.n' }, []);
+  t.equal(seen.length, before, 'no rows: no statement');
 });
