@@ -10,8 +10,8 @@ import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base6
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
-import { compile } from 'html-to-text';
 import { plainTextOf } from './html-scan.js';
+import { renderHtmlText } from './html-text.js';
 import { randomHex } from '../core/ids.js';
 
 export interface Mailbox {
@@ -43,26 +43,19 @@ export interface ComposeInput {
 export const HTML_TO_TEXT_LIMIT = 512 * 1024;
 
 /**
- * A readable text part for an HTML-only email: links kept as "text [url]", images dropped. html-to-text
- * costs microseconds per element and recurses per nesting level (a deep body overflows the stack), so a body
- * over HTML_TO_TEXT_LIMIT, or one it fails on, gets the linear tag-stripping text of html-scan.ts instead.
+ * A readable text part for an HTML-only email, as html-to-text renders it (html-text.ts): links kept as
+ * "text [url]", images dropped, wrapped at 78. The renderer recurses per nesting level (a deep body
+ * overflows the stack), so a body over HTML_TO_TEXT_LIMIT, or one it fails on, gets the linear
+ * tag-stripping text of html-scan.ts instead.
  */
 export function htmlToText(html: string): string {
   if (html.length > HTML_TO_TEXT_LIMIT) return plainTextOf(html);
   try {
-    return convertHtml(html);
+    return renderHtmlText(html);
   } catch {
     return plainTextOf(html);
   }
 }
-
-const convertHtml: (html: string) => string = compile({
-  wordwrap: 78,
-  selectors: [
-    { selector: 'img', format: 'skip' },
-    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-  ],
-});
 
 /** The MIME type for a file name, as MailComposer would infer it. */
 export function inferContentType(filename: string): string {
