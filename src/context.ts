@@ -32,6 +32,11 @@ export interface AppContext {
    * caches of domain facts (sender domains, the MX's recipient directory) forget them.
    */
   readonly domainChanges: Signal;
+  /**
+   * Emitted after every change (committed or failed) to an API key or a team's plan made in this process
+   * (services/api-keys.ts, services/teams.ts), so that the keys `authenticate` remembers are forgotten.
+   */
+  readonly apiKeyChanges: Signal;
 }
 
 export interface ContextOptions {
@@ -62,5 +67,6 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     version: packageVersion(),
     mailstore: createMailStore({ db, clock }),
     domainChanges: new Signal(),
+    apiKeyChanges: new Signal(),
   };
 }

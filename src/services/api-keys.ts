@@ -7,6 +7,7 @@ import { forbidden, notFound } from '../core/errors.js';
 import { API_KEY_PATTERN, newId, randomBase62 } from '../core/ids.js';
 import { hashSecret } from '../core/secrets.js';
 import { MINUTE } from '../core/clock.js';
+import { ForgetfulCache } from '../core/forgetful-cache.js';
 import { limitsFor } from './limits.js';
 
 export const PERMISSIONS = ['full_access', 'sending_access'] as const;
@@ -134,33 +135,67 @@ async function findKey(q: Queryable, teamId: string, id: string): Promise<ApiKey
 
 /** A new value for the same key; the old value stops working at once. */
 export async function rotateApiKey(ctx: AppContext, teamId: string, id: string): Promise<IssuedKey> {
-  return ctx.db.transaction(async (trx) => {
-    const row = await findKey(trx, teamId, id);
-    const token = newToken(row.mode);
-    const updated: ApiKeyRow = { ...row, token_hash: hashSecret(token), token_hint: hint(token), rotated_at: ctx.clock.now().toISOString() };
-    await trx('api_keys').where({ id }).update({ token_hash: updated.token_hash, token_hint: updated.token_hint, rotated_at: updated.rotated_at });
-    return { key: view(updated), token };
-  });
+  return ctx.apiKeyChanges.after(
+    ctx.db.transaction(async (trx) => {
+      const row = await findKey(trx, teamId, id);
+      const token = newToken(row.mode);
+      const updated: ApiKeyRow = { ...row, token_hash: hashSecret(token), token_hint: hint(token), rotated_at: ctx.clock.now().toISOString() };
+      await trx('api_keys').where({ id }).update({ token_hash: updated.token_hash, token_hint: updated.token_hint, rotated_at: updated.rotated_at });
+      return { key: view(updated), token };
+    }),
+  );
 }
 
 export async function deleteApiKey(ctx: AppContext, teamId: string, id: string): Promise<void> {
   await findKey(ctx.db, teamId, id);
-  await ctx.db('api_keys').where({ team_id: teamId, id }).delete();
+  await ctx.apiKeyChanges.after(ctx.db('api_keys').where({ team_id: teamId, id }).delete());
+}
+
+/**
+ * How long a key found by `authenticate` is remembered: every API request asks, and a stream of them need not
+ * read the same row each time. A rotation or deletion here, and a plan change in this process, forget every
+ * key at once (ctx.apiKeyChanges); a token that is not found is never remembered, so a key created by the
+ * admin CLI works at once. What the CLI changes of an existing key's team (`teams set-plan`: the API's rate
+ * limits) is seen within this time.
+ */
+export const AUTH_CACHE_TTL_MS = 1_000;
+const MAX_REMEMBERED_KEYS = 10_000;
+type KeyRow = ApiKeyRow & { plan: Plan };
+const rememberedKeys = new WeakMap<AppContext, ForgetfulCache<string, KeyRow | undefined>>();
+
+function rememberedKeysOf(ctx: AppContext): ForgetfulCache<string, KeyRow | undefined> {
+  let cache = rememberedKeys.get(ctx);
+  if (!cache) {
+    const fresh = new ForgetfulCache<string, KeyRow | undefined>(AUTH_CACHE_TTL_MS, MAX_REMEMBERED_KEYS);
+    ctx.apiKeyChanges.listen(() => fresh.clear());
+    rememberedKeys.set(ctx, (cache = fresh));
+  }
+  return cache;
 }
 
 /** Resolves a bearer credential to its principal, or null when it is not a live key of any team. */
 export async function authenticate(ctx: AppContext, token: string): Promise<Principal | null> {
   if (!modeOfToken(token)) return null;
-  // Every API request asks: written out and run directly (db.queryRows).
-  const [row] = await queryRows<ApiKeyRow & { plan: Plan }>(
-    readsOf(ctx.db),
-    'SELECT k.*, t.plan FROM api_keys AS k JOIN teams AS t ON t.id = k.team_id WHERE k.token_hash = ? LIMIT 1',
-    [hashSecret(token)],
+  const tokenHash = hashSecret(token);
+  const row = await rememberedKeysOf(ctx).get(
+    tokenHash,
+    async () => {
+      // Written out and run directly (db.queryRows): the read behind every API request that is not remembered.
+      const [found] = await queryRows<KeyRow>(
+        readsOf(ctx.db),
+        'SELECT k.*, t.plan FROM api_keys AS k JOIN teams AS t ON t.id = k.team_id WHERE k.token_hash = ? LIMIT 1',
+        [tokenHash],
+      );
+      return found;
+    },
+    (found) => found !== undefined,
   );
   if (!row) return null;
   const now = ctx.clock.now();
   if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {
-    await ctx.db('api_keys').where({ id: row.id }).update({ last_used_at: now.toISOString() });
+    // On the remembered row too, so that the next requests within the granularity do not write again.
+    row.last_used_at = now.toISOString();
+    await ctx.db('api_keys').where({ id: row.id }).update({ last_used_at: row.last_used_at });
   }
   return { teamId: row.team_id, plan: row.plan, keyId: row.id, permission: row.permission, mode: row.mode };
 }

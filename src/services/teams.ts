@@ -48,9 +48,12 @@ export async function getTeam(ctx: AppContext, id: string): Promise<Team> {
   return team;
 }
 
-/** Moves a team to another plan; every limit reads the plan per request, so the change applies at once. */
+/**
+ * Moves a team to another plan. Quotas read the plan per send, so the change applies at once; the API's rate
+ * limits read it with the caller's key, remembered for up to a second in another process (api-keys.ts).
+ */
 export async function setTeamPlan(ctx: AppContext, id: string, plan: Plan): Promise<Team> {
-  const n = await ctx.db('teams').where('id', id).update({ plan });
+  const n = await ctx.apiKeyChanges.after(ctx.db('teams').where('id', id).update({ plan }));
   if (n === 0) throw notFound('Team not found');
   return getTeam(ctx, id);
 }

@@ -4,6 +4,9 @@ import t from 'tap';
 import { createOtherTeam, startTestApp, type TestApp } from '../helpers/app.js';
 import { readFileSync } from 'node:fs';
 import { hashSecret } from '../../src/core/secrets.js';
+import { readsOf } from '../../src/db/index.js';
+import { AUTH_CACHE_TTL_MS, authenticate } from '../../src/services/api-keys.js';
+import { setTeamPlan } from '../../src/services/teams.js';
 import { allRoutes } from '../../src/http/routes/index.js';
 
 interface Issued {
@@ -203,6 +206,41 @@ t.test('rotate: a new value for the same key, the old one stops working at once'
   const unknown = await app.request('POST', '/api-keys/00000000-0000-0000-0000-000000000000/rotate');
   t.equal(unknown.status, 404);
   t.same(unknown.body, { error: 'API key not found', code: 'not_found' });
+});
+
+t.test('authentication remembers a used key: no read per request; a change here forgets it at once', async (t) => {
+  const app = await startTestApp(t);
+  const ctx = app.appliance.ctx;
+  let keyReads = 0;
+  readsOf(ctx.db).on('query', (q: { sql: string }) => {
+    if (q.sql.includes('FROM api_keys AS k')) keyReads++;
+  });
+  for (let i = 0; i < 5; i++) t.equal((await app.request('GET', '/api-keys')).status, 200);
+  t.equal(keyReads, 1, 'one read for five requests');
+  t.equal((await app.request('GET', '/api-keys', { key: 'sk_live_' + 'x'.repeat(32) })).status, 401);
+  t.equal((await app.request('GET', '/api-keys', { key: 'sk_live_' + 'x'.repeat(32) })).status, 401);
+  t.equal(keyReads, 3, 'an unknown token is read every time (never remembered)');
+
+  const before = await authenticate(ctx, app.apiKey);
+  const plan = before?.plan === 'free' ? 'enterprise' : 'free';
+  await setTeamPlan(ctx, app.teamId, plan);
+  t.equal((await authenticate(ctx, app.apiKey))?.plan, plan, 'a plan change in this process is seen at once');
+
+  // Another process's change (written straight to the file, as the admin CLI would) shows within the time.
+  await ctx.db('teams').where('id', app.teamId).update({ plan: before!.plan });
+  await new Promise((resolve) => setTimeout(resolve, AUTH_CACHE_TTL_MS + 50));
+  t.equal((await authenticate(ctx, app.apiKey))?.plan, before!.plan, `seen within ${AUTH_CACHE_TTL_MS} ms`);
+
+  // last_used_at still moves on once a minute while the key is remembered.
+  const lastUsed = async () => (await ctx.db('api_keys').where({ token_hash: hashSecret(app.apiKey) }).first('last_used_at')).last_used_at as string;
+  const first = await lastUsed();
+  app.clock.advance(61_000);
+  await app.request('GET', '/api-keys');
+  const second = await lastUsed();
+  t.not(second, first, 'written again after a minute');
+  app.clock.advance(1_000);
+  await app.request('GET', '/api-keys');
+  t.equal(await lastUsed(), second, 'not within the minute');
 });
 
 t.test('DELETE: revoked at once; unknown id 404', async (t) => {
