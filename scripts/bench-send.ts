@@ -587,19 +587,23 @@ async function main(): Promise<void> {
         .replace(/\s+/g, ' ')
         .replace(/\((?:\?, )*\?\)(?:, \((?:\?, )*\?\))*/g, '(?…)')
         .slice(0, 110);
-    ctx.db.on('query', (q: { __knexQueryUid: string }) => started.set(q.__knexQueryUid, performance.now()));
-    const done = (_r: unknown, q: { __knexQueryUid: string; sql: string }) => {
-      const t0 = started.get(q.__knexQueryUid);
-      if (t0 === undefined) return;
-      started.delete(q.__knexQueryUid);
-      const key = shape(q.sql);
-      const s = queryStats.get(key) ?? { n: 0, ms: 0 };
-      s.n++;
-      s.ms += performance.now() - t0;
-      queryStats.set(key, s);
-    };
-    ctx.db.on('query-response', done);
-    ctx.db.on('query-error', (e: unknown, q: { __knexQueryUid: string; sql: string }) => done(e, q));
+    // The writer's statements, and the read pool's (marked "(read)"); uids are unique per knex instance.
+    const { readsOf } = await import('../src/db/index.js');
+    for (const [db, mark] of [[ctx.db, ''], [readsOf(ctx.db), '(read) ']] as const) {
+      db.on('query', (q: { __knexQueryUid: string }) => started.set(mark + q.__knexQueryUid, performance.now()));
+      const done = (_r: unknown, q: { __knexQueryUid: string; sql: string }) => {
+        const t0 = started.get(mark + q.__knexQueryUid);
+        if (t0 === undefined) return;
+        started.delete(mark + q.__knexQueryUid);
+        const key = mark + shape(q.sql);
+        const s = queryStats.get(key) ?? { n: 0, ms: 0 };
+        s.n++;
+        s.ms += performance.now() - t0;
+        queryStats.set(key, s);
+      };
+      db.on('query-response', done);
+      db.on('query-error', (e: unknown, q: { __knexQueryUid: string; sql: string }) => done(e, q));
+    }
   }
 
   const api = async <T>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> => {
@@ -902,8 +906,8 @@ function printProfile(mtaTimes: number[], queries: Map<string, QueryStat>, n: nu
   const rows = [...queries].sort((a, b) => b[1].ms - a[1].ms);
   const total = rows.reduce((a, [, s]) => a + s.ms, 0);
   const count = rows.reduce((a, [, s]) => a + s.n, 0);
-  console.log(`  profile: SQL ${count} statements (${fmt(count / n, 1)} per email), ${fmt(total / 1000, 2)} s summed latency over ${fmt(wallS, 1)} s wall (one connection: statements queue)`);
-  for (const [sql, s] of rows.slice(0, 18)) {
+  console.log(`  profile: SQL ${count} statements (${fmt(count / n, 1)} per email), ${fmt(total / 1000, 2)} s summed latency over ${fmt(wallS, 1)} s wall (the writer's queue on its one connection; "(read)": the read pool's)`);
+  for (const [sql, s] of rows.slice(0, 24)) {
     console.log(`    ${String(s.n).padStart(7)} × ${fmt(s.ms / s.n, 3).padStart(7)} ms = ${fmt(s.ms / 1000, 2).padStart(6)} s  ${sql}`);
   }
 }
