@@ -83,8 +83,9 @@ export function buildSync(root: MimeNode): Buffer | undefined {
     if (internals._raw || internals._transforms?.length || internals._processFuncs?.length || node.newline) return false;
     const content = node.content;
     if (content !== undefined && content !== null && typeof content !== 'string' && !Buffer.isBuffer(content)) return false;
-    const encoding = node.getTransferEncoding();
     out.push(Buffer.from(`${node.buildHeaders()}\r\n\r\n`, 'utf8'));
+    // What buildHeaders() just decided and wrote (getTransferEncoding() again would rescan the content).
+    const encoding = String(node.getHeader('Content-Transfer-Encoding') ?? '').toLowerCase().trim();
     if (content) {
       if (encoding === 'base64') out.push(Buffer.from(base64Wrap(base64Encode(content), 76), 'latin1'));
       else if (encoding === 'quoted-printable') {
