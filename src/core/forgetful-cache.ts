@@ -3,6 +3,7 @@
 // not kept (it may have been read before the change). The time limit only bounds how long a change made by
 // another process on the same database file (the admin CLI) can go unseen.
 import { performance } from 'node:perf_hooks';
+import type { Signal } from './signal.js';
 
 export class ForgetfulCache<K, V> {
   private generation = 0;
@@ -34,4 +35,21 @@ export class ForgetfulCache<K, V> {
     }
     return value;
   }
+}
+
+/**
+ * One cache per owner (an AppContext), made on its first use and emptied whenever the owner's `changes`
+ * signal is emitted.
+ */
+export function forgetfulCachePer<O extends object, K, V>(ttlMs: number, maxEntries: number, changes: (owner: O) => Signal): (owner: O) => ForgetfulCache<K, V> {
+  const caches = new WeakMap<O, ForgetfulCache<K, V>>();
+  return (owner) => {
+    let cache = caches.get(owner);
+    if (!cache) {
+      const fresh = new ForgetfulCache<K, V>(ttlMs, maxEntries);
+      changes(owner).listen(() => fresh.clear());
+      caches.set(owner, (cache = fresh));
+    }
+    return cache;
+  };
 }

@@ -7,7 +7,7 @@ import { forbidden, notFound } from '../core/errors.js';
 import { API_KEY_PATTERN, newId, randomBase62 } from '../core/ids.js';
 import { hashSecret } from '../core/secrets.js';
 import { MINUTE } from '../core/clock.js';
-import { ForgetfulCache } from '../core/forgetful-cache.js';
+import { forgetfulCachePer } from '../core/forgetful-cache.js';
 import { limitsFor } from './limits.js';
 
 export const PERMISSIONS = ['full_access', 'sending_access'] as const;
@@ -161,17 +161,7 @@ export async function deleteApiKey(ctx: AppContext, teamId: string, id: string):
 export const AUTH_CACHE_TTL_MS = 1_000;
 const MAX_REMEMBERED_KEYS = 10_000;
 type KeyRow = ApiKeyRow & { plan: Plan };
-const rememberedKeys = new WeakMap<AppContext, ForgetfulCache<string, KeyRow | undefined>>();
-
-function rememberedKeysOf(ctx: AppContext): ForgetfulCache<string, KeyRow | undefined> {
-  let cache = rememberedKeys.get(ctx);
-  if (!cache) {
-    const fresh = new ForgetfulCache<string, KeyRow | undefined>(AUTH_CACHE_TTL_MS, MAX_REMEMBERED_KEYS);
-    ctx.apiKeyChanges.listen(() => fresh.clear());
-    rememberedKeys.set(ctx, (cache = fresh));
-  }
-  return cache;
-}
+const rememberedKeysOf = forgetfulCachePer<AppContext, string, KeyRow | undefined>(AUTH_CACHE_TTL_MS, MAX_REMEMBERED_KEYS, (ctx) => ctx.apiKeyChanges);
 
 /** Resolves a bearer credential to its principal, or null when it is not a live key of any team. */
 export async function authenticate(ctx: AppContext, token: string): Promise<Principal | null> {

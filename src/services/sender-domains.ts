@@ -5,7 +5,7 @@
 // failed, not found) are never kept, so a domain that becomes verified is usable at once. A change made by
 // another process (the admin CLI) or by hand in the database is seen within SENDER_DOMAIN_TTL_MS.
 import type { AppContext } from '../context.js';
-import { ForgetfulCache } from '../core/forgetful-cache.js';
+import { forgetfulCachePer } from '../core/forgetful-cache.js';
 import { readsOf } from '../db/index.js';
 
 export const SENDER_DOMAIN_TTL_MS = 5_000;
@@ -16,17 +16,7 @@ export interface SenderDomain {
   status: string;
 }
 
-const remembered = new WeakMap<AppContext, ForgetfulCache<string, SenderDomain | undefined>>();
-
-function rememberedOf(ctx: AppContext): ForgetfulCache<string, SenderDomain | undefined> {
-  let cache = remembered.get(ctx);
-  if (!cache) {
-    const fresh = new ForgetfulCache<string, SenderDomain | undefined>(SENDER_DOMAIN_TTL_MS, MAX_ENTRIES);
-    ctx.domainChanges.listen(() => fresh.clear());
-    remembered.set(ctx, (cache = fresh));
-  }
-  return cache;
-}
+const rememberedOf = forgetfulCachePer<AppContext, string, SenderDomain | undefined>(SENDER_DOMAIN_TTL_MS, MAX_ENTRIES, (ctx) => ctx.domainChanges);
 
 /** The team's domain of that name, if any. */
 export function findSenderDomain(ctx: AppContext, teamId: string, name: string): Promise<SenderDomain | undefined> {
