@@ -4,6 +4,7 @@ import t from 'tap';
 import { compile } from 'html-to-text';
 import { renderHtmlText } from '../../src/mta/html-text.js';
 import { htmlToText } from '../../src/mta/compose.js';
+import { plainTextOf } from '../../src/mta/html-scan.js';
 import { CORPUS, random, randomHtml } from '../helpers/html-corpus.js';
 
 // The options compose.ts rendered with while it called html-to-text.
@@ -53,4 +54,17 @@ t.test('htmlToText: a body nested deeper than the stack gets the plain derivatio
   const deep = `${'<div>'.repeat(50_000)}deep text${'</div>'.repeat(50_000)}`;
   t.throws(() => renderHtmlText(deep), RangeError);
   t.equal(htmlToText(deep), 'deep text');
+});
+
+t.test('quotes and lists nested past the rewrite budget fall back to the plain derivation', async (t) => {
+  // Each level rewrites every line inside it: 1,200 nested quotes in 17 KB would be 2.9 MB of text.
+  const quotes = '<blockquote>x '.repeat(1200);
+  t.throws(() => renderHtmlText(quotes), RangeError);
+  t.equal(htmlToText(quotes), plainTextOf(quotes));
+  const lists = '<ul><li>x '.repeat(1600);
+  t.throws(() => renderHtmlText(lists), RangeError);
+  t.equal(htmlToText(lists), plainTextOf(lists));
+  // A long reply thread, 40 quotes deep, is well within it and renders as html-to-text does.
+  const thread = `${'<blockquote>On Monday someone wrote:<br>'.repeat(40)}the first message${'</blockquote>'.repeat(40)}`;
+  t.equal(renderHtmlText(thread), oracle(thread));
 });
