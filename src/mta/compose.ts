@@ -44,9 +44,9 @@ export const HTML_TO_TEXT_LIMIT = 512 * 1024;
 
 /**
  * A readable text part for an HTML-only email, as html-to-text renders it (html-text.ts): links kept as
- * "text [url]", images dropped, wrapped at 78. The renderer recurses per nesting level (a deep body
- * overflows the stack), so a body over HTML_TO_TEXT_LIMIT, or one it fails on, gets the linear
- * tag-stripping text of html-scan.ts instead.
+ * "text [url]", images dropped, wrapped at 78. A body over HTML_TO_TEXT_LIMIT, or one the renderer gives up
+ * on (nesting deeper than the stack, quotes or lists past its rewrite budget), gets the linear tag-stripping
+ * text of html-scan.ts instead.
  */
 export function htmlToText(html: string): string {
   if (html.length > HTML_TO_TEXT_LIMIT) return plainTextOf(html);

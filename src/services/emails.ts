@@ -176,10 +176,10 @@ export interface CheckedSend {
 const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
 
 // Deriving the text part of an html-only email costs about 17 µs of CPU per KB of html (htmlparser2 parses
-// the document, mta/html-text.ts renders it). A small body's is derived here, on the event loop: on a render thread the request would wait
-// behind every message queued there for building (a broadcast's backlog). A larger body's goes to the threads
-// (render-pool.ts), so that one big email does not hold the event loop. One deriver per context, like the
-// writers; without one everything is derived here.
+// the document, mta/html-text.ts renders it). A small body's is derived here, on the event loop: on a render
+// thread the request would wait behind every message queued there for building (a broadcast's backlog). A
+// larger body's goes to the threads (render-pool.ts), so that one big email does not hold the event loop.
+// One deriver per context, like the writers; without one everything is derived here.
 const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>();
 export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promise<string>): void {
   textDerivers.set(ctx, derive);
