@@ -281,11 +281,13 @@ class TextBuilder {
   }
 }
 
-/** The elements html-to-text renders as plain blocks, and their leading line breaks (trailing: 2 for p, table and headings, 1 for the others). */
-const BLOCKS: Record<string, number> = {
-  article: 1, aside: 1, div: 1, footer: 1, form: 1, header: 1, main: 1, nav: 1, section: 1,
-  p: 2, table: 2, h1: 3, h2: 3, h3: 3, h4: 2, h5: 2, h6: 2,
+/** The elements html-to-text renders as plain blocks: their leading and trailing line breaks. */
+const BLOCKS: Record<string, readonly [leading: number, trailing: number]> = {
+  article: [1, 1], aside: [1, 1], div: [1, 1], footer: [1, 1], form: [1, 1],
+  header: [1, 1], main: [1, 1], nav: [1, 1], section: [1, 1],
+  p: [2, 2], table: [2, 2], h1: [3, 2], h2: [3, 2], h3: [3, 2], h4: [2, 2], h5: [2, 2], h6: [2, 2],
 };
+const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 function walk(nodes: DomNode[], b: TextBuilder): void {
   for (const node of nodes) {
@@ -327,12 +329,12 @@ function element(el: ElementNode, b: TextBuilder): void {
   }
   const breaks = BLOCKS[name];
   if (breaks === undefined) return walk(el.children, b); // inline: spans, tds, fonts, …
-  b.openBlock(breaks);
-  const heading = name.length === 2 && name[0] === 'h';
+  b.openBlock(breaks[0]);
+  const heading = HEADINGS.has(name);
   if (heading) b.pushTransform(true);
   walk(el.children, b);
   if (heading) b.popTransform();
-  b.closeBlock(name === 'p' || name === 'table' || heading ? 2 : 1);
+  b.closeBlock(breaks[1]);
 }
 
 function anchor(el: ElementNode, b: TextBuilder): void {
@@ -412,9 +414,9 @@ function roman(num: number): string {
     .join('');
 }
 
-/** The `body` elements of a document, outermost first; the whole document when it has none. */
-function bases(nodes: DomNode[]): DomNode[] {
-  const found: DomNode[] = [];
+/** The `body` elements of a document, outermost first (html-to-text renders only them when there are any). */
+function bodies(nodes: DomNode[]): ElementNode[] {
+  const found: ElementNode[] = [];
   const visit = (list: DomNode[]) => {
     for (const node of list) {
       if (!isElement(node)) continue;
@@ -423,7 +425,7 @@ function bases(nodes: DomNode[]): DomNode[] {
     }
   };
   visit(nodes);
-  return found.length ? found : nodes;
+  return found;
 }
 
 /**
@@ -433,9 +435,8 @@ function bases(nodes: DomNode[]): DomNode[] {
 export function renderHtmlText(html: string): string {
   const doc = parseDocument(html, { decodeEntities: true });
   const b = new TextBuilder(html.length);
-  for (const base of bases(doc.children)) {
-    if (isElement(base) && base.name === 'body') walk(base.children, b);
-    else walk([base], b);
-  }
+  const found = bodies(doc.children);
+  if (found.length === 0) walk(doc.children, b);
+  for (const body of found) walk(body.children, b);
   return b.block.text();
 }
