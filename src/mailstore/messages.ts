@@ -92,7 +92,9 @@ export function createMessageOps(core: Core) {
       const srcBox = await loadMailbox(trx, src.mailbox_id);
       const destBox = src.mailbox_id === dest.mailbox_id ? srcBox : await loadMailbox(trx, dest.mailbox_id);
       const rows = await messagesOf(trx, folderId, uids);
-      if (move && folderId === toFolderId) throw new MailStoreError('Cannot move messages into their own folder', 'invalid');
+      // A move into the folder the messages are in is allowed, as COPY into it is (RFC 3501 §6.4.7): they get
+      // new UIDs at its end and the old ones are expunged (RFC 6851 §3: COPY, then expunge the originals).
+      // mbsync with a Trash folder moves a \Deleted message of the Trash "to the Trash".
       // A move inside one mailbox does not change its usage: no quota check.
       const at = core.clock.now().getTime();
       const pairs = await copyInto(trx, rows, dest, destBox, pending, !(move && srcBox === destBox), at);

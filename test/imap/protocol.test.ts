@@ -6,7 +6,7 @@ import { CommandError, parseCommand, parseDateTime, type Command } from '../../s
 import { formatSet, parseSequenceSet, resolveSeqNumbers, resolveUids, seqOutOfRange } from '../../src/imap/protocol/sequence.js';
 import { parseSearchKeys, parseSearchDate, needsContent } from '../../src/imap/protocol/search.js';
 import { tokenize } from '../../src/imap/protocol/tokens.js';
-import { decodeMailboxName, encodeMailboxName } from '../../src/imap/protocol/mutf7.js';
+import { decodeMailboxName, encodeMailboxName, isModifiedUtf7 } from '../../src/imap/protocol/mutf7.js';
 import { formatString, formatValue, formatInternalDate, Literal, encodeValues } from '../../src/imap/protocol/writer.js';
 import { MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES } from '../../src/imap/protocol/limits.js';
 import { patternToRegExp } from '../../src/imap/commands/mailboxes.js';
@@ -237,7 +237,12 @@ t.test('modified UTF-7 mailbox names', async (t) => {
   for (const [plain, encoded] of table) {
     t.equal(encodeMailboxName(plain), encoded, plain);
     t.equal(decodeMailboxName(encoded), plain, encoded);
+    t.ok(isModifiedUtf7(encoded), `valid: ${encoded}`);
   }
+  // What CREATE and RENAME refuse: names that would be listed under another spelling (RFC 3501 §5.1.3).
+  const invalid = ['Bücher', 'tab\there', 'a&b', '&AGE-', '&AOs', '&AO-', '&-&', '&A!E-', '&AOs-&AOs-', '&2D3eAA'];
+  for (const raw of invalid) t.notOk(isModifiedUtf7(raw), `invalid: ${JSON.stringify(raw)}`);
+  t.ok(isModifiedUtf7('&2D3eAA-'), 'a surrogate pair (U+1F600)');
 });
 
 t.test('LIST patterns', async (t) => {

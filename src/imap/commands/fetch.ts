@@ -286,7 +286,13 @@ export const FETCH: CommandSpec<'FETCH'> = {
       }
     }
     await out.flush();
-    if (gone) return no('Some of the requested messages no longer exist', 'EXPUNGEISSUED');
+    if (gone) {
+      // UID FETCH names UIDs, and a UID that no longer exists is ignored without an error (RFC 3501 §6.4.8):
+      // what is gone is left out and the command succeeds, saying why (RFC 5530). A NO here made mbsync
+      // abandon the folder when another client expunged between its SELECT and its UID FETCH 1:N (UID FLAGS).
+      if (cmd.uid) return ok('UID FETCH completed; some messages were expunged meanwhile', 'EXPUNGEISSUED');
+      return no('Some of the requested messages no longer exist', 'EXPUNGEISSUED');
+    }
     return ok(`${cmd.uid ? 'UID ' : ''}FETCH completed`);
   },
 };

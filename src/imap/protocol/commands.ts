@@ -1,7 +1,7 @@
 // A framed command → a typed command (a discriminated union). Grammar per RFC 3501 §6 and the extensions'
 // sections named beside each case. No I/O, no storage.
 import { parseFetchItems, type FetchItem } from './fetch-items.js';
-import { decodeMailboxName } from './mutf7.js';
+import { decodeMailboxName, isModifiedUtf7 } from './mutf7.js';
 import type { RawCommand } from './reader.js';
 import { parseSearchKeys, type SearchKey } from './search.js';
 import { parseSequenceSet, type SequenceSet } from './sequence.js';
@@ -61,6 +61,12 @@ export function mailboxName(raw: string): string {
   if (/^inbox$/i.test(name)) return 'INBOX';
   if (/^inbox\//i.test(name)) return 'INBOX' + name.slice(5);
   return name;
+}
+
+/** A name a command creates (CREATE, RENAME's new name): only modified UTF-7, so that LIST shows it as sent. */
+function newMailboxName(raw: string): string {
+  if (!isModifiedUtf7(raw)) throw new ParseError('Mailbox name is not valid modified UTF-7 (RFC 3501 section 5.1.3)');
+  return mailboxName(raw);
 }
 
 function flagList(tokens: Token[]): string[] {
@@ -142,14 +148,15 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
     case 'DELETE':
     case 'SUBSCRIBE':
     case 'UNSUBSCRIBE': {
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const raw = ts.astring('mailbox');
+      const mailbox = name === 'CREATE' ? newMailboxName(raw) : mailboxName(raw);
       if (name === 'CREATE') ts.optionalList(); // RFC 4466 create params (USE): ignored
       ts.end();
       return { name, mailbox };
     }
     case 'RENAME': {
       const from = mailboxName(ts.astring('mailbox'));
-      const to = mailboxName(ts.astring('new name'));
+      const to = newMailboxName(ts.astring('new name'));
       ts.end();
       return { name, from, to };
     }
