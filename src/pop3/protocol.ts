@@ -43,7 +43,15 @@ function number(arg: string | undefined, min: number): number | null {
   return n >= min && n <= 0xffffffff ? n : null;
 }
 
-/** Parses one command line (without its CRLF). Keywords are case-insensitive (RFC 1939 §3). */
+/**
+ * Text of a command argument: the line is read as latin1 (one character per byte, so limits count bytes),
+ * but clients send user names and passwords in UTF-8, as SASL PLAIN carries them and as they were set.
+ */
+function utf8(latin1: string): string {
+  return /[\x80-\xff]/.test(latin1) ? Buffer.from(latin1, 'latin1').toString('utf8') : latin1;
+}
+
+/** Parses one command line (without its CRLF, one character per byte). Keywords are case-insensitive (RFC 1939 §3). */
 export function parseCommand(line: string): ParseResult {
   if (line.length === 0) return bad('Empty command');
   if (/[\x00-\x08\x0a-\x1f\x7f]/.test(line)) return bad('Control characters in command');
@@ -63,10 +71,10 @@ export function parseCommand(line: string): ParseResult {
   };
   switch (verb) {
     case 'USER':
-      return rest.length > 0 && rest.length <= 320 ? ok({ verb: 'USER', name: rest }) : bad('Syntax: USER name');
+      return rest.length > 0 && rest.length <= 320 ? ok({ verb: 'USER', name: utf8(rest) }) : bad('Syntax: USER name');
     case 'PASS':
       // The password is the rest of the line: passwords may contain spaces (as most servers allow).
-      return rest.length > 0 ? ok({ verb: 'PASS', password: rest }) : bad('Syntax: PASS password');
+      return rest.length > 0 ? ok({ verb: 'PASS', password: utf8(rest) }) : bad('Syntax: PASS password');
     case 'AUTH':
       if (args.length > 2) return bad('Syntax: AUTH [mechanism [initial-response]]');
       return ok({ verb: 'AUTH', mechanism: args[0] ? args[0].toUpperCase() : null, initial: args[1] ?? null });
