@@ -119,12 +119,22 @@ function matchEnhanced(rules: EnhancedRule[], enhanced: string | undefined): Bou
   return rules.find((r) => r.details.includes(detail) && (r.class === undefined || String(r.class) === cls))?.category;
 }
 
+// Postfix's restriction replies name the stage that refused, then the reason:
+// "554 5.7.1 <rcpt>: Recipient address rejected: Access denied" (a check_recipient_access REJECT),
+// "450 4.7.1 <rcpt>: Recipient address rejected: Greylisted", "550 5.1.1 <rcpt>: Recipient address
+// rejected: User unknown in virtual mailbox table". The label says where, not why: the reason after it is
+// what is classified, or every policy refusal would read as an unknown mailbox (and be suppressed).
+// Exchange's bare "Recipient address rejected: Access denied" (no "<address>:" before it) is its
+// directory-based edge blocking, an unknown recipient, and keeps its text.
+const POSTFIX_STAGE_RE = /<[^<>\s]*>: (?:Recipient address|Sender address|Client host|Helo command|Data command|End-of-data) rejected: /gi;
+
 export function classifyBounce(reply: SmtpReply): BounceCategory {
   const enhanced = reply.enhanced ?? enhancedCodeOf(reply.message);
   const specific = matchEnhanced(SPECIFIC, enhanced);
   if (specific) return specific;
+  const text = reply.message.replace(POSTFIX_STAGE_RE, '');
   for (const rule of TEXT) {
-    if (!rule.text.test(reply.message)) continue;
+    if (!rule.text.test(text)) continue;
     if (rule.localOnly && reply.code !== undefined) continue;
     // A text rule restricted to codes only fires for those codes.
     if (rule.codes && (reply.code === undefined || !rule.codes.includes(reply.code))) continue;

@@ -8,9 +8,9 @@ import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
 import { classifyBounce, type BounceCategory } from './bounce.js';
 import { sharedLookups } from './dns-cache.js';
 import { resolveDestination, type Destination, type MxHost } from './mx.js';
-import { deliveredOutcome, localOutcome, parseReply, refusedOutcome, replyOf, transientCode } from './outcomes.js';
+import { deliveredOutcome, isRecipientLimit, localOutcome, parseReply, refusedOutcome, replyOf, transientCode } from './outcomes.js';
 import { chooseRoute, needsMxHosts, parseRelayUrl, type RelayTarget } from './routes.js';
-import { createTransportPool, ENOAUTH, ENOSTARTTLS, type SendResult, type SmtpError, type SmtpTarget, type StartTlsPolicy } from './transport-pool.js';
+import { createTransportPool, ENOAUTH, ENOSTARTTLS, ESMTPUTF8, type SendResult, type SmtpError, type SmtpTarget, type StartTlsPolicy } from './transport-pool.js';
 import type { DeliveryRequest, DeliveryResult, Mta, RecipientOutcome, RouteTaken, TlsMode } from './types.js';
 
 export interface MtaOptions {
@@ -76,6 +76,7 @@ const CODE = {
   tlsFailed: '4.7.5', // cryptographic failure: the TLS handshake did not complete
   tlsUnavailable: '4.7.10', // encryption needed but the server does not offer it
   tooBig: '5.3.4',
+  smtpUtf8Unsupported: '5.6.7', // RFC 6531 §3.5 / RFC 3463 registry: non-ASCII addresses not permitted
 } as const;
 
 const starttlsFor = (mode: TlsMode): StartTlsPolicy => (mode === 'enforced' ? 'required' : 'opportunistic');
@@ -186,7 +187,7 @@ export function createMta(opts: MtaOptions): Mta {
         // could deliver a second copy of a message this one half-accepted).
         if (result.ok || result.stage === 'transaction') {
           route.tls = result.secure;
-          return { route, outcomes: transactionOutcomes(req.recipients, result, describeHost(mx.host, address, opts.outboundPort)) };
+          return { route, outcomes: await withRemainder(target, req, result, describeHost(mx.host, address, opts.outboundPort)) };
         }
         failures.push(describeConnectFailure(result.error, mx.host, describeHost(mx.host, address, opts.outboundPort), req.tlsMode));
         lastError = result.error;
@@ -212,10 +213,38 @@ export function createMta(opts: MtaOptions): Mta {
     const result = await attempt(target, req);
     if (result.ok || result.stage === 'transaction') {
       route.tls = result.secure;
-      return { route, outcomes: transactionOutcomes(req.recipients, result, `relay ${where}`) };
+      return { route, outcomes: await withRemainder(target, req, result, `relay ${where}`) };
     }
     const message = describeConnectFailure(result.error, `relay ${relay.host}`, `relay ${where}`, req.tlsMode);
     return { route, outcomes: connectFailureOutcomes(req.recipients, message, result.error) };
+  }
+
+  /**
+   * The outcomes of a transaction, and of the ones that follow it at once on the same host for the recipients
+   * it refused only because its limit of recipients per transaction was reached (RFC 5321 §4.5.3.1.8 and
+   * §4.5.3.1.10; Postfix's smtpd_recipient_limit answers "452 4.5.3 Error: too many recipients"): they are
+   * not deferred for minutes behind the job queue's backoff. Each transaction must deliver to someone, or
+   * the rest waits for the next attempt.
+   */
+  async function withRemainder(target: SmtpTarget, req: DeliveryRequest, first: SendResult, where: string): Promise<RecipientOutcome[]> {
+    const outcomes = new Map<string, RecipientOutcome>();
+    let recipients = req.recipients;
+    let result = first;
+    for (;;) {
+      for (const o of transactionOutcomes(recipients, result, where)) outcomes.set(o.recipient, o);
+      if (!result.ok || result.accepted.length === 0) break;
+      const rest = new Set<string>();
+      for (const e of result.rejected) {
+        const reply = replyOf(e);
+        if (e.recipient && reply && isRecipientLimit(reply)) rest.add(e.recipient);
+      }
+      if (rest.size === 0) break;
+      recipients = recipients.filter((r) => rest.has(r));
+      result = await attempt(target, { ...req, recipients });
+      // No session this time (the host went away): the refused recipients keep their deferral.
+      if (!result.ok && result.stage === 'connect') break;
+    }
+    return req.recipients.map((r) => outcomes.get(r)!);
   }
 
   /** The MX host's addresses through the box's resolver, IPv4 first, or why there are none. */
@@ -291,6 +320,16 @@ function connectFailureOutcomes(recipients: string[], message: string, err: Smtp
   return recipients.map((r) => localOutcome(r, 'deferred', message, code, category, reply));
 }
 
+/**
+ * A recipient the pool did not send because its address needs SMTPUTF8 and the server does not offer it: a
+ * bounce, as Postfix gives ("SMTPUTF8 is required, but was not offered by host"); not 'invalid_mailbox', so the
+ * address is not suppressed.
+ */
+function smtpUtf8Outcome(recipient: string, where: string): RecipientOutcome {
+  const message = `${where} does not offer SMTPUTF8, which the address ${recipient} needs (RFC 6531)`;
+  return localOutcome(recipient, 'bounced', message, CODE.smtpUtf8Unsupported, 'unknown');
+}
+
 /** A session was set up and a transaction ran: per-recipient outcomes from what the server answered. */
 function transactionOutcomes(recipients: string[], result: SendResult, where: string): RecipientOutcome[] {
   if (result.ok) {
@@ -300,6 +339,7 @@ function transactionOutcomes(recipients: string[], result: SendResult, where: st
     return recipients.map((r) => {
       if (accepted.has(r)) return deliveredOutcome(r, reply);
       const err = refused.get(r);
+      if (err?.code === ESMTPUTF8) return smtpUtf8Outcome(r, where);
       const refusal = err && replyOf(err);
       if (refusal) return refusedOutcome(r, refusal);
       return localOutcome(r, 'deferred', `${where} did not say whether it accepted this recipient`, CODE.connectionLost, 'unknown');
@@ -312,6 +352,7 @@ function transactionOutcomes(recipients: string[], result: SendResult, where: st
     const refused = new Map(err.rejectedErrors.map((e) => [e.recipient ?? '', e]));
     return recipients.map((r) => {
       const own = refused.get(r);
+      if (own?.code === ESMTPUTF8) return smtpUtf8Outcome(r, where);
       const reply = (own && replyOf(own)) ?? replyOf(err);
       return reply ? refusedOutcome(r, reply) : localOutcome(r, 'deferred', err.message, CODE.connectionLost, 'unknown');
     });

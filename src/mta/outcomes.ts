@@ -29,11 +29,23 @@ export function deliveredOutcome(recipient: string, reply: SmtpReplyInfo): Recip
 }
 
 /**
+ * The server's limit of recipients per transaction was reached: RFC 5321 §4.5.3.1.10 names 452 for it (RFC 821
+ * listed 552, which clients SHOULD treat as temporary); RFC 3463 X.5.3. Postfix: "452 4.5.3 Error: too many
+ * recipients". It says nothing about the recipient, who goes in another transaction (§4.5.3.1.8: a client
+ * "SHOULD be prepared to transmit in … chunks").
+ */
+export function isRecipientLimit(reply: SmtpReplyInfo): boolean {
+  if (reply.code !== 452 && reply.code !== 552) return false;
+  return reply.enhanced?.endsWith('.5.3') === true || /too many recipients/i.test(reply.message);
+}
+
+/**
  * The server refused: 5xx bounces, anything else defers. 503 (bad sequence of commands) defers too: it says
- * the session was in the wrong state, not that the recipient or message is unacceptable.
+ * the session was in the wrong state, not that the recipient or message is unacceptable; so does a 552 for
+ * the recipient limit (isRecipientLimit).
  */
 export function refusedOutcome(recipient: string, reply: SmtpReplyInfo, refusedSender = false): RecipientOutcome {
-  const permanent = reply.code !== undefined && reply.code >= 500 && reply.code < 600 && reply.code !== 503;
+  const permanent = reply.code !== undefined && reply.code >= 500 && reply.code < 600 && reply.code !== 503 && !isRecipientLimit(reply);
   const code = permanent ? bounceCode(reply, true) : transientCode(bounceCode(reply, false));
   let category = classifyBounce(reply);
   // A refused MAIL FROM is about our sender, never about the recipient's mailbox (which a hard bounce

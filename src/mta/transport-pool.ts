@@ -63,6 +63,14 @@ export const ENOSTARTTLS = 'ENOSTARTTLS';
 export const ENOAUTH = 'ENOAUTH';
 export const EDEADLINE = 'EDEADLINE';
 export const ECLOSED = 'ECLOSED';
+/** A recipient not sent because its address needs SMTPUTF8 and the server does not offer it (RFC 6531). */
+export const ESMTPUTF8 = 'ESMTPUTF8';
+
+/** An address with non-ASCII characters: only a transaction with the SMTPUTF8 parameter may carry it (RFC 6531 §3.4). */
+export const needsSmtpUtf8 = (address: string) => /[^\x00-\x7f]/.test(address);
+
+/** Whether the server's EHLO offered SMTPUTF8: nodemailer keeps the keywords in a list its types do not publish. */
+const offersSmtpUtf8 = (conn: SMTPConnection) => ((conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? []).includes('SMTPUTF8');
 
 export interface TransportPoolOptions {
   /** EHLO name. */
@@ -271,15 +279,30 @@ class DestinationPool {
         finish({ ok: false, stage: 'transaction', secure: conn.secure, error: err }, 'drop');
       }, this.opts.timeoutMs * TRANSACTION_TIMEOUT_FACTOR);
       deadline.unref();
+      // RFC 6531 §3.4: a transaction with a non-ASCII address must carry the SMTPUTF8 parameter, which a server
+      // that does not offer the extension cannot be sent; nodemailer would send the address anyway, without
+      // it (Postfix's own client refuses: "SMTPUTF8 is required, but was not offered by host"). Those
+      // recipients are left out of the transaction, each with an ESMTPUTF8 error; the others go as usual.
+      const unsupported = offersSmtpUtf8(conn) ? [] : envelope.to.filter(needsSmtpUtf8);
+      const left: SmtpError[] = unsupported.map((recipient) =>
+        Object.assign(smtpError(`The server does not offer SMTPUTF8, which the address ${recipient} needs`, ESMTPUTF8), { recipient }),
+      );
+      const to = unsupported.length ? envelope.to.filter((r) => !needsSmtpUtf8(r)) : envelope.to;
+      if (to.length === 0) {
+        const err = Object.assign(smtpError('The server does not offer SMTPUTF8, which every recipient needs', ESMTPUTF8), { rejectedErrors: left });
+        finish({ ok: false, stage: 'transaction', secure: conn.secure, error: err }, 'keep');
+        return;
+      }
       // BODY=8BITMIME is declared when the server supports it: harmless for 7-bit content (RFC 6152).
-      conn.send({ from: envelope.from, to: envelope.to, size: raw.length, use8BitMime: true }, body as unknown as Readable, (err, info) => {
+      conn.send({ from: envelope.from, to, size: raw.length, use8BitMime: true }, body as unknown as Readable, (err, info) => {
         if (err) {
+          if (err.rejectedErrors) err.rejectedErrors.push(...left);
           // The server refused the message but the session is fine: RSET and keep it.
           const refused = (err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421;
           finish({ ok: false, stage: 'transaction', secure: conn.secure, error: err }, refused ? 'reset' : 'drop');
           return;
         }
-        finish({ ok: true, secure: conn.secure, accepted: info.accepted, rejected: info.rejectedErrors ?? [], response: info.response }, 'keep');
+        finish({ ok: true, secure: conn.secure, accepted: info.accepted, rejected: [...(info.rejectedErrors ?? []), ...left], response: info.response }, 'keep');
       });
     });
   }

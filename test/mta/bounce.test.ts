@@ -113,6 +113,13 @@ const ROWS: Row[] = [
   { who: 'Temporary lookup failure', response: '451 4.4.3 Temporary lookup failure', category: 'dns_failure', code: '4.4.3' },
   { who: 'Sender domain not found', response: '450 4.1.8 <bounces@example.com>: Sender address rejected: Domain not found', category: 'dns_failure', code: '4.1.8' },
   { who: 'Greylisting', response: '450 4.7.1 <user@example.com>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/', category: 'rate_limited', code: '4.7.1' },
+  // Postfix's restriction replies, as Postfix 3.7 sends them (captured): the stage label
+  // "<rcpt>: Recipient address rejected:" precedes the reason, which decides the category.
+  { who: 'Postfix check_recipient_access REJECT', response: '554 5.7.1 <denied@example.com>: Recipient address rejected: Access denied', category: 'policy', code: '5.7.1' },
+  { who: 'Postfix access map with its own text', response: '550 5.7.1 <policy@example.com>: Recipient address rejected: Rejected by local policy', category: 'policy', code: '5.7.1' },
+  { who: 'Postfix unknown recipient domain', response: '450 4.1.2 <user@nowhere.example>: Recipient address rejected: Domain not found', category: 'dns_failure', code: '4.1.2' },
+  { who: 'Postfix temporary access map', response: '451 4.2.0 <temp@example.com>: Recipient address rejected: Mailbox temporarily unavailable, try later', category: 'unknown', code: '4.2.0' },
+  { who: 'Exchange Online unknown recipient (no address before the label)', response: '550 5.4.1 Recipient address rejected: Access denied', category: 'invalid_mailbox', code: '5.4.1' },
   { who: 'Relay credentials', response: '535 5.7.8 Authentication credentials invalid', category: 'auth_failure', code: '5.7.8' },
   { who: 'No enhanced code at all', response: '554 Transaction failed', category: 'unknown', code: '5.0.0' },
 ];

@@ -4,6 +4,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { pino } from 'pino';
+import { SMTPServer } from 'smtp-server';
 import { createResolver } from '../../src/dns/resolver.js';
 import { createMta, type MtaOptions } from '../../src/mta/deliver.js';
 import type { DeliveryRequest, Mta, RecipientOutcome } from '../../src/mta/types.js';
@@ -126,6 +127,161 @@ t.test('per-recipient outcomes: 250, 550 5.1.1 and 452 4.2.2 in one transaction'
   });
   t.match(o['carol@example.test'], { status: 'deferred', code: '4.2.2', category: 'mailbox_full', reply: { code: 452, enhanced: '4.2.2' } });
   t.same(sink.accepted.map((tx) => tx.to), [['alice@example.test']]);
+});
+
+// Postfix answers every recipient restriction as "<rcpt>: Recipient address rejected: <reason>"; a
+// check_recipient_access REJECT is a policy refusal, not an unknown mailbox (which would be suppressed).
+// The replies are those Postfix 3.7 sent in the interop run.
+t.test('Postfix restriction replies are classified by their reason, not by the stage label', async (t) => {
+  const w = await world(t);
+  const sink = await w.sink({ starttls: false });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  sink.recipients.set('denied@example.test', { code: 554, text: '5.7.1 <denied@example.test>: Recipient address rejected: Access denied' });
+  sink.recipients.set('policy@example.test', { code: 550, text: '5.7.1 <policy@example.test>: Recipient address rejected: Rejected by local policy' });
+  sink.recipients.set('nodomain@example.test', { code: 450, text: '4.1.2 <nodomain@example.test>: Recipient address rejected: Domain not found' });
+  sink.recipients.set('bob@example.test', { code: 550, text: '5.1.1 <bob@example.test>: Recipient address rejected: User unknown in virtual mailbox table' });
+  const mta = w.mta({ outboundPort: sink.port });
+
+  const rcpts = ['alice@example.test', 'denied@example.test', 'policy@example.test', 'nodomain@example.test', 'bob@example.test'];
+  const o = byRecipient((await mta.deliver(request('example.test', rcpts))).outcomes);
+  t.match(o['alice@example.test'], { status: 'delivered' });
+  t.match(o['denied@example.test'], { status: 'bounced', code: '5.7.1', category: 'policy' });
+  t.match(o['policy@example.test'], { status: 'bounced', code: '5.7.1', category: 'policy' });
+  t.match(o['nodomain@example.test'], { status: 'deferred', code: '4.1.2', category: 'dns_failure' });
+  t.match(o['bob@example.test'], { status: 'bounced', code: '5.1.1', category: 'invalid_mailbox' });
+});
+
+interface RecordingMx {
+  port: number;
+  /** Recipients of each message received, in order. */
+  transactions: string[][];
+  /** Every RCPT TO address the server was sent, accepted or not. */
+  rcptSeen: string[];
+  /** Whether each MAIL FROM carried SMTPUTF8. */
+  smtpUtf8: boolean[];
+}
+
+/**
+ * A remote MX that records the dialogue: with `limit`, it answers RCPT past that many recipients as Postfix 3.7
+ * does with `smtpd_recipient_limit = 2` (captured in the interop run): "452 4.5.3 Error: too many recipients";
+ * with `hideSmtpUtf8`, its EHLO does not offer SMTPUTF8 (Postfix with `smtputf8_enable = no`).
+ */
+async function recordingMx(t: Test, opts: { limit?: number; reply?: { code: number; text: string }; hideSmtpUtf8?: boolean } = {}): Promise<RecordingMx> {
+  const mx: RecordingMx = { port: 0, transactions: [], rcptSeen: [], smtpUtf8: [] };
+  const reply = opts.reply ?? { code: 452, text: '4.5.3 Error: too many recipients' };
+  const server = new SMTPServer({
+    name: 'pf.remote.test',
+    logger: false,
+    disableReverseLookup: true,
+    hideENHANCEDSTATUSCODES: true,
+    hideSMTPUTF8: opts.hideSmtpUtf8 === true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    authOptional: true,
+    onMailFrom(_address, session, callback) {
+      mx.smtpUtf8.push(Boolean((session.envelope as { smtpUtf8?: boolean }).smtpUtf8));
+      callback();
+    },
+    onRcptTo(address, session, callback) {
+      mx.rcptSeen.push(address.address);
+      if (opts.limit !== undefined && session.envelope.rcptTo.length >= opts.limit) return callback(Object.assign(new Error(reply.text), { responseCode: reply.code }));
+      callback();
+    },
+    onData(stream, session, callback) {
+      stream.resume();
+      stream.on('end', () => {
+        mx.transactions.push(session.envelope.rcptTo.map((r) => r.address));
+        callback(null, `2.0.0 Ok: queued as Q${mx.transactions.length}`);
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  mx.port = (server.server.address() as { port: number }).port;
+  return mx;
+}
+
+// RFC 5321 §4.5.3.1.8/§4.5.3.1.10: recipients refused only for the server's per-transaction limit go in the
+// next transaction at once, not behind the job queue's backoff (a 50-recipient email at a 2-recipient
+// server would otherwise need 25 attempts spread over days, and fail past 48 hours).
+t.test('a server’s recipient limit (452 4.5.3 too many recipients): the rest go in further transactions at once', async (t) => {
+  const w = await world(t);
+  const mx = await recordingMx(t, { limit: 2 });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: mx.port });
+
+  const rcpts = ['a@example.test', 'b@example.test', 'c@example.test', 'd@example.test', 'e@example.test'];
+  const res = await mta.deliver(request('example.test', rcpts));
+  t.same(mx.transactions, [['a@example.test', 'b@example.test'], ['c@example.test', 'd@example.test'], ['e@example.test']]);
+  t.same(
+    res.outcomes.map((o) => [o.recipient, o.status, o.reply.message]),
+    [
+      ['a@example.test', 'delivered', '250 2.0.0 Ok: queued as Q1'],
+      ['b@example.test', 'delivered', '250 2.0.0 Ok: queued as Q1'],
+      ['c@example.test', 'delivered', '250 2.0.0 Ok: queued as Q2'],
+      ['d@example.test', 'delivered', '250 2.0.0 Ok: queued as Q2'],
+      ['e@example.test', 'delivered', '250 2.0.0 Ok: queued as Q3'],
+    ],
+  );
+});
+
+t.test('a 552 for the recipient limit (RFC 821’s code) is temporary, and handled the same way', async (t) => {
+  const w = await world(t);
+  const mx = await recordingMx(t, { limit: 1, reply: { code: 552, text: '5.5.3 Too many recipients' } });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: mx.port });
+
+  const res = await mta.deliver(request('example.test', ['a@example.test', 'b@example.test']));
+  t.same(mx.transactions, [['a@example.test'], ['b@example.test']]);
+  t.same(res.outcomes.map((o) => o.status), ['delivered', 'delivered']);
+});
+
+t.test('a limit that lets nothing through defers the rest (no loop, no bounce)', async (t) => {
+  const w = await world(t);
+  const sink = await w.sink({ starttls: false });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  sink.recipients.set('b@example.test', { code: 552, text: '5.5.3 Too many recipients' });
+  const mta = w.mta({ outboundPort: sink.port });
+
+  const o = byRecipient((await mta.deliver(request('example.test', ['a@example.test', 'b@example.test']))).outcomes);
+  t.match(o['a@example.test'], { status: 'delivered' });
+  t.match(o['b@example.test'], { status: 'deferred', code: '4.5.3' });
+  t.equal(sink.transactions.length, 1, 'b refused again in the second transaction, which then has no recipient');
+});
+
+// RFC 6531 §3.4: an internationalized address never goes to a server that does not offer SMTPUTF8. nodemailer
+// sent "RCPT TO:<ütf@remote.test>" without the keyword to a Postfix with smtputf8_enable = no (interop run);
+// such a recipient now bounces with 5.6.7, as Postfix's own client does, and is not suppressed.
+t.test('a non-ASCII address and a server without SMTPUTF8: that recipient bounces 5.6.7, the others go', async (t) => {
+  const w = await world(t);
+  const mx = await recordingMx(t, { hideSmtpUtf8: true });
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: mx.port });
+
+  const res = await mta.deliver(request('example.test', ['alice@example.test', 'jörg@example.test']));
+  t.same(mx.rcptSeen, ['alice@example.test'], 'the internationalized address was never sent');
+  t.same(mx.transactions, [['alice@example.test']]);
+  const o = byRecipient(res.outcomes);
+  t.match(o['alice@example.test'], { status: 'delivered' });
+  t.match(o['jörg@example.test'], { status: 'bounced', code: '5.6.7', category: 'unknown', reply: { message: /does not offer SMTPUTF8, which the address jörg@example.test needs/ } });
+
+  const only = await mta.deliver(request('example.test', ['jörg@example.test']));
+  t.match(only.outcomes, [{ recipient: 'jörg@example.test', status: 'bounced', code: '5.6.7' }]);
+  t.same(mx.rcptSeen, ['alice@example.test'], 'no transaction at all for a message whose recipients all need SMTPUTF8');
+  t.equal(mx.smtpUtf8.length, 1);
+
+  const again = await mta.deliver(request('example.test', ['bob@example.test']));
+  t.match(again.outcomes, [{ status: 'delivered' }], 'the pooled session is still usable');
+});
+
+t.test('a server that offers SMTPUTF8 gets the internationalized address, with the keyword', async (t) => {
+  const w = await world(t);
+  const mx = await recordingMx(t);
+  w.mx('example.test', [['mx.example.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: mx.port });
+  const res = await mta.deliver(request('example.test', ['jörg@example.test']));
+  t.match(res.outcomes, [{ status: 'delivered' }]);
+  t.same(mx.transactions, [['jörg@example.test']]);
+  t.same(mx.smtpUtf8, [true]);
 });
 
 t.test('every recipient refused at RCPT: each keeps its own reply', async (t) => {
