@@ -24,6 +24,8 @@ export interface InboundClient {
   /** EHLO/HELO name. */
   helo: string;
   tls: boolean;
+  /** MAIL FROM carried SMTPUTF8 (RFC 6531). */
+  smtpUtf8?: boolean;
 }
 
 /** What the adapter read from a message sent to our own addresses (pure parsers in src/smtp/reports/). */
@@ -123,9 +125,12 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const junk = dmarcReject || Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'quarantine');
 
     const rcpts = message.routes.map((r) => r.address);
+    // The "with" protocol (IANA Mail Transmission Types): ESMTP, ESMTPS (RFC 3848), and UTF8SMTP, UTF8SMTPS for
+    // a transaction that used SMTPUTF8 (RFC 6531 §3.7.3), as Postfix writes them.
+    const protocol = `${message.client.smtpUtf8 ? 'UTF8SMTP' : 'ESMTP'}${message.client.tls ? 'S' : ''}`;
     const received =
       `Received: from ${cleanHeaderValue(message.client.helo || 'unknown')} ([${message.client.ip}])\r\n` +
-      `\tby ${hostname} with ${message.client.tls ? 'ESMTPS' : 'ESMTP'} id ${queueId}${rcpts.length === 1 ? `\r\n\tfor <${cleanHeaderValue(rcpts[0]!)}>` : ''};\r\n\t${rfc5322Date(at)}\r\n`;
+      `\tby ${hostname} with ${protocol} id ${queueId}${rcpts.length === 1 ? `\r\n\tfor <${cleanHeaderValue(rcpts[0]!)}>` : ''};\r\n\t${rfc5322Date(at)}\r\n`;
     const trace = Buffer.from(`Return-Path: <${cleanHeaderValue(message.mailFrom)}>\r\n${authHeaders}${received}`, 'utf8');
     const stored = Buffer.concat([trace, stripOwnAuthResults(message.raw, hostname)]);
 

@@ -130,7 +130,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
       raw,
       mailFrom,
       routes: accepted,
-      client: { ip: session.remoteAddress, helo: session.hostNameAppearsAs || '', tls: Boolean(session.secure) },
+      client: { ip: session.remoteAddress, helo: session.hostNameAppearsAs || '', tls: Boolean(session.secure), smtpUtf8: Boolean((session.envelope as { smtpUtf8?: boolean }).smtpUtf8) },
       notices: readNotices(raw, accepted),
     });
     if (result.status === 'refused') throw smtpError(MX_REPLIES.dmarcReject, result.message);

@@ -176,6 +176,29 @@ t.test('MX listener', async (t) => {
     t.same(delivered.json.data, JSON.parse(got.text), 'the webhook carries the inbound email as the API returns it');
   });
 
+  // RFC 6531 §3.7.3: a transaction that used SMTPUTF8 is traced "with UTF8SMTP" (UTF8SMTPS over TLS), as
+  // Postfix 3.7 writes it; the MX wrote ESMTP(S) for the SMTPUTF8 transactions Postfix relayed to it.
+  t.test('SMTPUTF8: the Received header says UTF8SMTP / UTF8SMTPS', async (t) => {
+    const cases = [
+      { subject: 'Ünïcode over TLS', opts: { requireTLS: true }, want: /with UTF8SMTPS id \w+/ },
+      { subject: 'Ünïcode in clear', opts: { plain: true }, want: /with UTF8SMTP id \w+/ },
+      { subject: 'ASCII in clear', opts: { plain: true }, want: /with ESMTP id \w+/, from: 'rene@sender.example' },
+    ];
+    for (const c of cases) {
+      const from = c.from ?? 'rené@sender.example';
+      const raw = buildMessage({ from: `René <${from}>`, to: 'support@hooks.example', subject: c.subject, text: 'Grüße' });
+      // nodemailer declares SMTPUTF8 for a non-ASCII envelope address when the server offers it.
+      const res = await smtpSend(mxPort, { from, to: ['support@hooks.example'] }, raw, c.opts);
+      t.ok(res.ok, `${c.subject}: accepted: ${res.response}`);
+      const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=hooks.example');
+      const item = list.body.data.find((d) => d.subject === c.subject);
+      t.ok(item, `${c.subject}: listed`);
+      const got = await app.request<InboundView>('GET', `/inbound/${item!.id}`);
+      t.same(got.body.envelope.mail_from, from);
+      t.match(got.body.headers.find((h) => h.name === 'Received')?.value, c.want, c.subject);
+    }
+  });
+
   t.test('a forged From of a p=reject domain is refused with 550 5.7.1; nothing is stored', async (t) => {
     const before = (await app.request<{ meta: { total: number } }>('GET', '/inbound')).body.meta.total;
     dns.set('TXT', 'evil.example', ['v=spf1 -all']);
