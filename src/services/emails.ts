@@ -258,7 +258,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const now = at.toISOString();
   const results: Array<SendResult | AppError | undefined> = items.map(() => undefined);
   const recipientsOf = (c: PreparedInput) => [...c.to, ...c.cc, ...c.bcc].map((m) => m.address);
-  const teamKey = (item: CheckedSend, key: string) => `${item.sender.teamId}\0${key}`;
+  // A key belongs to the team and the mode: a test-mode send must never answer for a live one (nothing of it
+  // left the box) nor a live one for a test one.
+  const teamKey = (item: CheckedSend, key: string) => `${item.sender.teamId}\0${item.sender.mode}\0${key}`;
 
   // Round 1, the reads: earlier emails with the idempotency keys (within 24 h), the quota figures of the
   // teams that are counted, suppressions among every recipient, and the next ids.
@@ -270,7 +272,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     earlierLookups.set(
       teamKey(item, key),
       trx<EmailRow>('emails')
-        .where({ team_id: item.sender.teamId, idempotency_key: key })
+        .where({ team_id: item.sender.teamId, mode: item.sender.mode, idempotency_key: key })
         .andWhere('created_at', '>', new Date(at.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString())
         .orderBy('id', 'desc')
         .first('public_id', 'request_hash')

@@ -23,6 +23,7 @@ interface ListItem {
 interface Detail {
   id: string;
   status: string;
+  mode: string;
   text: string | null;
   recipients: Array<{ email: string; status: string; code: string | null; bounce_category: string | null }>;
   attachments: Array<{ filename: string; content_type: string; size: number }>;
@@ -154,6 +155,22 @@ t.test('emails in test mode', async (t) => {
     app.clock.advance(24 * HOUR + 1);
     const later = await send({ ...base, idempotency_key: 'order-1' });
     t.not(later.body.id, first.body.id);
+  });
+
+  t.test('idempotency keys are per mode: a live send is never answered by a test-mode email, nor the reverse', async (t) => {
+    // Found by a walkthrough of the README: a CI run with the test key swallowed the production send that
+    // reused its key (202 with the test email's id; nothing left the box).
+    const body = { ...base, idempotency_key: 'shared-1', scheduled_at: new Date(app.clock.now().getTime() + HOUR).toISOString() };
+    const inTest = await send(body);
+    const live = await app.request<{ id: string }>('POST', '/emails', { body });
+    t.equal(inTest.status, 202);
+    t.equal(live.status, 202);
+    t.not(live.body.id, inTest.body.id, 'the live send is a new email');
+    t.equal((await app.request<Detail>('GET', `/emails/${live.body.id}`)).body.mode, 'live');
+    t.equal((await app.request<Detail>('GET', `/emails/${inTest.body.id}`)).body.mode, 'test');
+    t.equal((await app.request<{ id: string }>('POST', '/emails', { body })).body.id, live.body.id, 'each mode replays its own');
+    t.equal((await send(body)).body.id, inTest.body.id);
+    for (const id of [live.body.id, inTest.body.id]) t.equal((await app.request('POST', `/emails/${id}/cancel`)).status, 200);
   });
 
   t.test('idempotency holds for sends written in the same transaction (concurrent requests, one batch)', async (t) => {
