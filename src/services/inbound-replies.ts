@@ -7,7 +7,7 @@ import { AppError, badRequest, unprocessable } from '../core/errors.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
 import { composeMessage } from '../mta/compose.js';
-import type { MailStore } from '../mailstore/types.js';
+import { MailStoreError, type MailStore } from '../mailstore/types.js';
 import { MAX_RECIPIENTS, sendEmails, type AttachmentInput, type SendEmailInput, type Sender } from './emails.js';
 import { loadInbound, type InboundEmail } from './inbound-emails.js';
 import { rfc5322Date } from './inbound.js';
@@ -182,6 +182,8 @@ export interface DraftReply {
   /** The draft was stored in a mailbox's Drafts folder. */
   stored: boolean;
   mailbox_id: number | null;
+  /** Why a mailbox that received the original did not keep the draft (over its quota); null otherwise. */
+  reason: string | null;
   folder: string | null;
   uid: number | null;
   draft: {
@@ -235,10 +237,16 @@ export async function draftReply(ctx: AppContext, store: MailStore | null, teamI
     message_id: messageId,
     mime: raw.toString('utf8'),
   };
-  const mailboxId = (JSON.parse(row.mailbox_ids) as number[])[0];
-  if (store && mailboxId !== undefined) {
-    const copy = await store.append(mailboxId, 'Drafts', raw, ['\\Draft', '\\Seen'], ctx.clock.now());
-    return { stored: true, mailbox_id: mailboxId, folder: 'Drafts', uid: copy.uid, draft };
+  // The first mailbox the original was delivered to that still exists (one deleted since is skipped); over
+  // its quota it keeps nothing and the answer says why (the draft is in the answer anyway).
+  for (const mailboxId of store ? (JSON.parse(row.mailbox_ids) as number[]) : []) {
+    try {
+      const copy = await store!.append(mailboxId, 'Drafts', raw, ['\\Draft', '\\Seen'], ctx.clock.now());
+      return { stored: true, mailbox_id: mailboxId, folder: 'Drafts', uid: copy.uid, reason: null, draft };
+    } catch (err) {
+      if (!(err instanceof MailStoreError) || (err.code !== 'not_found' && err.code !== 'quota_exceeded')) throw err;
+      if (err.code === 'quota_exceeded') return { stored: false, mailbox_id: mailboxId, folder: null, uid: null, reason: `Mailbox ${mailboxId} is over its quota`, draft };
+    }
   }
-  return { stored: false, mailbox_id: null, folder: null, uid: null, draft };
+  return { stored: false, mailbox_id: null, folder: null, uid: null, reason: null, draft };
 }

@@ -159,6 +159,17 @@ t.test('mailboxes behind the MX', async (t) => {
 
     t.equal((await app.request('POST', `/inbound/${id}/reply`, { body: {} })).status, 400, 'a reply needs html or text');
     t.equal((await app.request('POST', '/inbound/987654/reply', { body: { text: 'x' } })).status, 404);
+
+    // The receiving mailbox over its quota, then deleted: the draft comes back unstored (was a 500 each time).
+    t.equal((await app.request('PATCH', `/mailboxes/${alice}`, { body: { quotaBytes: 1 } })).status, 200);
+    const full = await app.request<{ stored: boolean; mailbox_id: number | null; reason: string | null; draft: { mime: string } }>('POST', `/inbound/${id}/draft-reply`, { body: { text: 'x' } });
+    t.equal(full.status, 200, full.text);
+    t.match(full.body, { stored: false, mailbox_id: alice, reason: /over its quota/, draft: { mime: /Re: Question/ } });
+    t.equal((await folderMessages(alice, 'Drafts')).length, 1, 'nothing added to Drafts');
+    t.equal((await app.request('DELETE', `/mailboxes/${alice}`)).status, 200);
+    const gone = await app.request<{ stored: boolean; mailbox_id: number | null; reason: string | null }>('POST', `/inbound/${id}/draft-reply`, { body: { text: 'x' } });
+    t.equal(gone.status, 200, gone.text);
+    t.match(gone.body, { stored: false, mailbox_id: null, reason: null });
   });
 });
 
