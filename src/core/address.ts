@@ -16,7 +16,8 @@ export function normaliseAddress(input: string): string | null {
   const at = input.lastIndexOf('@');
   if (at <= 0 || at === input.length - 1) return null;
   const local = input.slice(0, at);
-  if (local.length > 64 || !(LOCAL_RE.test(local) || /^[^\s@<>()[\]\\,;:"]+$/u.test(local))) return null;
+  // The second form: an internationalised local part (RFC 6531), UTF-8 without specials or controls.
+  if (local.length > 64 || !(LOCAL_RE.test(local) || /^[^\s\p{Cc}@<>()[\]\\,;:"]+$/u.test(local))) return null;
   const domain = domainToASCII(input.slice(at + 1).toLowerCase());
   if (!domain || domain.length > 253) return null;
   const labels = domain.split('.');
@@ -27,7 +28,8 @@ export function normaliseAddress(input: string): string | null {
 /** Parses `addr` or `Name <addr>` (the name may be quoted). Null when malformed. */
 export function parseMailbox(input: string): Mailbox | null {
   const s = input.trim();
-  if (!s || /[\r\n]/.test(s)) return null;
+  // No control characters but the tab (a display name may hold one): NUL, CR, LF and the rest never reach a header.
+  if (!s || /[\x00-\x08\x0a-\x1f\x7f-\x9f]/.test(s)) return null;
   const angle = /^(.*?)\s*<([^<>]+)>$/.exec(s);
   if (angle) {
     const address = normaliseAddress(angle[2]!.trim());

@@ -89,6 +89,11 @@ t.test('emails in test mode', async (t) => {
       [{ ...base, to: undefined }, /^Request body is missing required fields: to$/],
       [{ ...base, to: ['ok@x.example', 'not an address'] }, /^to\.1: must be a valid email address$/],
       [{ ...base, from: 'nope' }, /^from: must be a valid email address$/],
+      // Control characters (a NUL went out as From: <"a b"@…>; in a recipient it reached the remote MX).
+      [{ ...base, from: 'a\u0000b@send.example' }, /^from: must be a valid email address$/],
+      [{ ...base, from: 'Acme\u0007 <hello@send.example>' }, /^from: must be a valid email address$/],
+      [{ ...base, to: ['ok@x.example', 'a\u0000b@x.example'] }, /^to\.1: must be a valid email address$/],
+      [{ ...base, to: ['j\u00f6rg\u0085@x.example'] }, /^to\.0: must be a valid email address$/],
       [{ ...base, subject: 'x'.repeat(999) }, /subject: must be at most 998 characters/],
       [{ ...base, tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /tags: must contain at most 10 tags/],
       [{ ...base, tags: ['x'.repeat(65)] }, /tags\.0: must be at most 64 characters/],
