@@ -117,7 +117,17 @@ async function teamOf(q: Queryable, teamId: string): Promise<{ id: string; plan:
   return team;
 }
 
-export async function createApiKey(ctx: AppContext, teamId: string, input: CreateApiKeyInput): Promise<IssuedKey> {
+/**
+ * A test-mode key never issues a live value (creating or rotating one): test keys are handed to CI and
+ * staging, and one that leaked must not be turned into a key that sends for real.
+ */
+function mayIssue(callerMode: KeyMode | undefined, mode: KeyMode): void {
+  if (callerMode === 'test' && mode !== 'test') throw forbidden('A test-mode API key can only create and rotate test-mode keys');
+}
+
+/** `callerMode`: the mode of the key asking (the API's caller); the admin CLI passes none. */
+export async function createApiKey(ctx: AppContext, teamId: string, input: CreateApiKeyInput, callerMode?: KeyMode): Promise<IssuedKey> {
+  mayIssue(callerMode, input.mode);
   return ctx.db.transaction(async (trx) => insertApiKey(trx, ctx.clock.now(), await teamOf(trx, teamId), input));
 }
 
@@ -134,10 +144,11 @@ async function findKey(q: Queryable, teamId: string, id: string): Promise<ApiKey
 }
 
 /** A new value for the same key; the old value stops working at once. */
-export async function rotateApiKey(ctx: AppContext, teamId: string, id: string): Promise<IssuedKey> {
+export async function rotateApiKey(ctx: AppContext, teamId: string, id: string, callerMode?: KeyMode): Promise<IssuedKey> {
   return ctx.apiKeyChanges.after(
     ctx.db.transaction(async (trx) => {
       const row = await findKey(trx, teamId, id);
+      mayIssue(callerMode, row.mode);
       const token = newToken(row.mode);
       const updated: ApiKeyRow = { ...row, token_hash: hashSecret(token), token_hint: hint(token), rotated_at: ctx.clock.now().toISOString() };
       await trx('api_keys').where({ id }).update({ token_hash: updated.token_hash, token_hint: updated.token_hint, rotated_at: updated.rotated_at });

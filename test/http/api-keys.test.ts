@@ -392,8 +392,22 @@ t.test('a test-mode full_access key manages and reads', async (t) => {
     const res = await app.request('GET', path, { key });
     t.equal(res.status, 200, `GET ${path}`);
   }
-  const made = await createKey(app, { name: 'made-by-test-key', permission: 'sending_access' }, key);
+  const made = await createKey(app, { name: 'made-by-test-key', permission: 'sending_access', mode: 'test' }, key);
   t.equal(made.status, 201);
+  t.match(made.body.token, TEST);
+  t.equal((await app.request('POST', `/api-keys/${made.body.id}/rotate`, { key })).status, 200, 'it rotates a test key');
+
+  // But it never issues a live value: a leaked CI key must not become one that sends for real.
+  for (const body of [{ name: 'escalate', permission: 'full_access', mode: 'live' }, { name: 'escalate', permission: 'full_access' }]) {
+    const refused = await createKey(app, body, key);
+    t.equal(refused.status, 403);
+    t.match(refused.body, { code: 'forbidden', error: 'A test-mode API key can only create and rotate test-mode keys' });
+  }
+  const live = (await app.request<{ keys: Array<{ id: string; mode: string }> }>('GET', '/api-keys')).body.keys.find((k) => k.mode === 'live')!;
+  const rotated = await app.request('POST', `/api-keys/${live.id}/rotate`, { key });
+  t.equal(rotated.status, 403, 'nor rotates a live key (the answer would carry its new value)');
+  t.equal((await app.request('GET', '/api-keys')).status, 200, 'the live key still works');
+  t.equal((await createKey(app, { name: 'by-live', permission: 'sending_access', mode: 'live' })).status, 201, 'a live key creates live keys');
 });
 
 t.test('bad credentials: 401 Invalid API key with a Bearer challenge', async (t) => {

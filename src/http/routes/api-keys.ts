@@ -28,7 +28,7 @@ export const apiKeyRoutes = [
     status: 201,
     response: IssuedApiKey,
     async handle({ app, principal, body }) {
-      return issued(await createApiKey(app, principal.teamId, body));
+      return issued(await createApiKey(app, principal.teamId, body, principal.mode));
     },
   }),
   defineRoute({
@@ -39,7 +39,7 @@ export const apiKeyRoutes = [
     access: 'full_access',
     response: IssuedApiKey,
     async handle({ app, principal, params }) {
-      return issued(await rotateApiKey(app, principal.teamId, params.id!));
+      return issued(await rotateApiKey(app, principal.teamId, params.id!, principal.mode));
     },
   }),
   defineRoute({
