@@ -34,10 +34,13 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], input: Input
   return what === 'body' ? `${pathName(first.path)}: ${first.message}` : `Invalid query parameter '${pathName(first.path)}': ${first.message}`;
 }
 
-/** Validates a JSON body; anything but an object is refused before the schema runs. */
+/**
+ * Validates a JSON body; anything but an object is refused before the schema runs. An empty body (undefined)
+ * is `{}`; a JSON `null` is not an object.
+ */
 export function parseBody<S extends z.ZodType>(schema: S, input: Input): z.output<S> {
-  if (input === undefined || input === null) input = {};
-  if (typeof input !== 'object' || Array.isArray(input)) throw badRequest('Request body must be a JSON object');
+  if (input === undefined) input = {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw badRequest('Request body must be a JSON object');
   const result = schema.safeParse(input);
   if (!result.success) throw badRequest(describeIssues(result.error.issues, input, 'body'));
   return result.data;
