@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
 import { insertRows } from '../db/batcher.js';
 import { execute, queryRows, settleAll, type Queryable } from '../db/index.js';
-import { AppError, notFound } from '../core/errors.js';
+import { AppError, conflict, notFound } from '../core/errors.js';
 import { domainOf } from '../core/address.js';
 import { EXTERNAL_CAPS, NEW_ACCOUNT_AGE_MS, OVERAGE_EUR_PER_1000, SEND_QUOTAS } from '../limits/table.js';
 
@@ -283,6 +283,8 @@ export async function releaseHold(ctx: AppContext, teamId: string): Promise<Hold
   await ctx.db.transaction(async (trx) => {
     if (!(await trx('teams').where('id', teamId).first('id'))) throw notFound('Team not found');
     const s = (await trx<SendStateRow>('team_send_state').where('team_id', teamId).first()) ?? emptyState(teamId);
+    // Releasing a team that is not held would mark it reviewed, and a reviewed team is never held again.
+    if (s.held_at === null) throw conflict('Team is not on hold: nothing to release');
     const next: SendStateRow = {
       ...s,
       held_at: null,

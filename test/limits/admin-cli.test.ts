@@ -67,6 +67,11 @@ t.test('limits commands', async (t) => {
   const released = json<Record<string, unknown>>(t, await admin(dir, 'teams', 'release-hold', '--team', team.team_id), 'release-hold');
   t.match(released, { on_hold: false, held_at: null, reviewed_at: /^\d{4}-/ });
   t.equal((await db('team_send_state').where({ team_id: team.team_id }).first('held_at')).held_at, null, 'the hold is gone from the store');
+  // Again, with no hold: refused, and the team is not marked reviewed (that would exempt it from holds).
+  const again = await admin(dir, 'teams', 'release-hold', '--team', team.team_id);
+  t.equal(again.code, 1);
+  t.match(again.stderr, /Team is not on hold/);
+  t.equal((await db('team_send_state').where({ team_id: team.team_id }).first('reviewed_at')).reviewed_at, released.reviewed_at, 'reviewed_at unchanged');
 
   t.same(json(t, await admin(dir, 'platform', 'pause-new-senders', 'off'), 'pause off'), { pause_new_senders: false });
   const missing = await admin(dir, 'teams', 'release-hold', '--team', 'nope');

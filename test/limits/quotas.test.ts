@@ -194,6 +194,15 @@ t.test('Free: 50 external sends per fixed 24-hour window from the first counted 
   t.equal((await free.send(EXTERNAL)).status, 429, 'Free keeps the cap for good');
 });
 
+t.test('releasing a team that is not held is refused and does not exempt it from holds', async (t) => {
+  const { app, team } = await setup(t);
+  const pro = await team('pro');
+  const err = await releaseHold(app.appliance.ctx, pro.teamId).catch((e: unknown) => e);
+  t.ok(err instanceof AppError && err.status === 409 && /not on hold/.test(err.message), 'refused');
+  await sendMany(t, pro, 10, EXTERNAL, 'first hour');
+  t.equal((await pro.send(EXTERNAL)).status, 403, 'the 11th external send of the first hour still holds');
+});
+
 t.test('first 24 hours: the first breach of the 50 cap holds sending', async (t) => {
   const { app, team } = await setup(t);
   const free = await team('free');
