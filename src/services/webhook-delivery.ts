@@ -255,14 +255,30 @@ export async function recordAttempt(
   });
 }
 
+/**
+ * An endpoint being disabled drops its automatic schedule at once: pending first attempts and scheduled
+ * retries become `failed` (re-sendable by replay), so that the log says so and re-enabling before they were
+ * due does not send them. A replay under way (pending, no retry scheduled, attempted before) keeps going.
+ * Their jobs find nothing pending and end.
+ */
+export async function dropSchedule(trx: Queryable, hookId: number): Promise<void> {
+  await trx('webhook_deliveries')
+    .where({ webhook_id: hookId, status: 'pending' })
+    .andWhere((q) => q.whereNotNull('next_retry_at').orWhere('attempts', 0))
+    .update({ status: 'failed', next_retry_at: null });
+}
+
 async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, at: Date): Promise<void> {
   const [row] = (await trx('webhooks')
     .where({ id: hook.id })
     .increment('consecutive_failures', 1)
     .returning(['consecutive_failures', 'active', 'url', 'team_id'])) as Array<{ consecutive_failures: number; active: number | boolean; url: string; team_id: string }>;
-  if (!row || !row.active || row.consecutive_failures < AUTO_DISABLE_FAILURES) return;
+  // A failure recorded after the endpoint was disabled (another of a group of first attempts): no retry either.
+  if (row && !row.active) return dropSchedule(trx, hook.id);
+  if (!row || row.consecutive_failures < AUTO_DISABLE_FAILURES) return;
   const now = at.toISOString();
   await trx('webhooks').where({ id: hook.id }).update({ active: false, disabled_at: now, updated_at: now });
+  await dropSchedule(trx, hook.id);
   const message = `Webhook ${hook.id} (${row.url}) was disabled after ${AUTO_DISABLE_FAILURES} consecutive failed deliveries.`;
   await recordAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
   const team = (await trx('teams').where({ id: row.team_id }).first('owner_email')) as { owner_email: string } | undefined;

@@ -11,7 +11,7 @@ import { WEBHOOK_DELIVER_JOB, eventBody, type DeliverJobPayload } from '../event
 import { AddressRefused, checkWebhookHost } from '../events/webhook-http.js';
 import type { EventType } from '../events/types.js';
 import { limitsFor } from './limits.js';
-import { loadDelivery, recordAttempt, sendAttempt, type DeliveryRow, type DeliveryStatus, type WebhookRow } from './webhook-delivery.js';
+import { dropSchedule, loadDelivery, recordAttempt, sendAttempt, type DeliveryRow, type DeliveryStatus, type WebhookRow } from './webhook-delivery.js';
 
 export const TEST_EVENT = 'webhook.test';
 export const MAX_BATCH_REPLAY = 1000;
@@ -170,6 +170,7 @@ export async function updateWebhook(ctx: AppContext, teamId: string, id: string,
       Object.assign(changes, { active: true, consecutive_failures: 0, disabled_at: null, from_event_id: await lastEventId(trx) });
     } else if (input.enabled === false && row.active) {
       Object.assign(changes, { active: false, disabled_at: now });
+      await dropSchedule(trx, row.id);
     }
     await trx('webhooks').where({ id: row.id }).update(changes);
     return toWebhook({ ...row, ...changes });

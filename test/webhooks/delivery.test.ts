@@ -247,6 +247,10 @@ t.test('20 consecutive failed attempts (406 not counted) disable the endpoint, r
   t.match(parsed.text, new RegExp(`PATCH /webhooks/${hook.id}`));
   t.notOk(parsed.headers.has('dkim-signature'), 'a system e-mail has no team domain key: unsigned');
 
+  // Disabled: its scheduled retries are dropped at once (not when they come due).
+  const atDisable = (await deliveries(app, hook.id, '?per_page=100')).deliveries;
+  t.ok(atDisable.every((d) => d.status !== 'pending' && d.nextRetryAt === null), 'no retry left scheduled at the moment it is disabled');
+
   // While disabled: pending retries are dropped, new events are not delivered.
   await fire();
   await drain(app);
@@ -279,6 +283,26 @@ t.test('20 consecutive failed attempts (406 not counted) disable the endpoint, r
   await drain(app);
   t.equal(receiver.received.length, 23, 'no retry and no new event after DELETE');
   t.equal((await app.request('GET', `/webhooks/${hook.id}`)).status, 404);
+});
+
+t.test('disabling an endpoint drops its scheduled retries: re-enabled before they are due, they are not sent', async (t) => {
+  const { app, receiver } = await setup(t);
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  receiver.answer = 500;
+  await fire();
+  await drain(app);
+  t.equal(receiver.received.length, 1);
+  t.match((await deliveries(app, hook.id)).deliveries[0], { status: 'pending', nextRetryAt: /^\d{4}-/ }, 'a retry in 30 s');
+
+  t.equal((await app.request('PATCH', `/webhooks/${hook.id}`, { body: { enabled: false } })).status, 200);
+  t.match((await deliveries(app, hook.id)).deliveries[0], { status: 'failed', nextRetryAt: null }, 'dropped when disabled');
+  t.equal((await app.request('PATCH', `/webhooks/${hook.id}`, { body: { enabled: true } })).status, 200);
+  receiver.answer = 200;
+  app.clock.advance(HOUR);
+  await drain(app);
+  t.equal(receiver.received.length, 1, 'the dropped retry is not sent after re-enabling');
+  t.match((await deliveries(app, hook.id)).deliveries[0], { status: 'failed' }, 'still replayable as failed');
 });
 
 t.test('a 2xx resets the failure streak', async (t) => {
