@@ -30,8 +30,10 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], input: Input
   }
   const first = issues[0];
   if (!first) return 'Invalid request';
-  if (first.path.length === 0) return first.message;
-  return what === 'body' ? `${pathName(first.path)}: ${first.message}` : `Invalid query parameter '${pathName(first.path)}': ${first.message}`;
+  // A record's key that failed its own schema: that schema's message, not zod's "Invalid key in record".
+  const message = (first.code === 'invalid_key' && first.issues[0]?.message) || first.message;
+  if (first.path.length === 0) return message;
+  return what === 'body' ? `${pathName(first.path)}: ${message}` : `Invalid query parameter '${pathName(first.path)}': ${message}`;
 }
 
 /**

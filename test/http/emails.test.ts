@@ -99,6 +99,7 @@ t.test('emails in test mode', async (t) => {
       [{ ...base, tags: ['x'.repeat(65)] }, /tags\.0: must be at most 64 characters/],
       [{ ...base, headers: { 'X-Long': 'v'.repeat(1025) } }, /headers\.X-Long: must be at most 1,024 characters/],
       [{ ...base, headers: { From: 'evil@x.example' } }, /headers\.From/],
+      [{ ...base, headers: { 'X Bad': '1' } }, /^headers\.X Bad: header names must be printable ASCII without colons$/],
       [{ ...base, attachments: Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: 'YQ==' })) }, /attachments: must contain at most 10 attachments/],
       [{ ...base, attachments: [{ filename: 'a.txt', content: 'not*base64' }] }, /attachments\.0\.content: must be base64/],
       [{ ...base, html: undefined }, /html, text or template_id/],
