@@ -250,6 +250,11 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
 }
 
 export async function deleteDomain(ctx: AppContext, teamId: string, id: string): Promise<void> {
+  // A domain with live mailboxes is not deleted: its mailboxes and all their mail would go with it, at once
+  // (a mailbox deleted on its own is kept 30 days). As mail servers do, they are to be deleted first.
+  const { name } = await findRow(ctx.db, teamId, id);
+  const { total } = await ctx.mailstore.listAccounts({ teamId, domainId: id, offset: 0, limit: 0 });
+  if (total > 0) throw conflict(`Domain '${name}' still has ${total} mailbox${total === 1 ? '' : 'es'}: delete ${total === 1 ? 'it' : 'them'} first (DELETE /mailboxes/{id})`);
   await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     await trx('domains').where({ id }).delete();

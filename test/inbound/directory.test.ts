@@ -91,9 +91,16 @@ t.test('domains added and removed take effect on the next message', async (t) =>
   const before = await send('dave@later.example');
   t.equal(before.code, 550, `not ours yet: ${before.response}`);
   const domain = await addVerifiedDomain(app, dns, 'later.example');
-  t.equal((await app.request('POST', '/mailboxes', { body: { address: 'dave@later.example', password: 'correct horse battery' } })).status, 201);
+  const dave = await app.request<{ id: number }>('POST', '/mailboxes', { body: { address: 'dave@later.example', password: 'correct horse battery' } });
+  t.equal(dave.status, 201);
   t.equal((await send('dave@later.example')).code, 250, 'the new domain and mailbox receive at once');
 
+  // Not while it has a live mailbox (its mail would go with it, at once): 409 naming what to do.
+  const refused = await app.request<{ error: string; code: string }>('DELETE', `/domains/${domain.id}`);
+  t.equal(refused.status, 409);
+  t.same(refused.body, { error: "Domain 'later.example' still has 1 mailbox: delete it first (DELETE /mailboxes/{id})", code: 'conflict' });
+  t.equal((await send('dave@later.example')).code, 250, 'the domain and its mailbox are untouched');
+  t.equal((await app.request('DELETE', `/mailboxes/${dave.body.id}`)).status, 200);
   t.equal((await app.request('DELETE', `/domains/${domain.id}`)).status, 200);
   const after = await send('dave@later.example');
   t.equal(after.code, 550, `the deleted domain refuses at once: ${after.response}`);
