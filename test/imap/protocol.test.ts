@@ -155,6 +155,13 @@ t.test('command grammar: malformed commands carry their tag', async (t) => {
     t.ok(caught instanceof CommandError && caught.tag === tag, `${line || '(empty)'} → BAD with tag ${tag}`);
   }
   t.throws(() => parseDateTime('31-Foo-2026 10:00:00 +0000'));
+  // APPEND's date-time: a day the month does not have, or an hour past 23, is refused (it was rolled over: 31-Feb → 3-Mar).
+  t.throws(() => parseDateTime('31-Feb-2026 09:38:18 +0000'));
+  t.throws(() => parseDateTime('29-Feb-2026 09:38:18 +0000'));
+  t.throws(() => parseDateTime('25-Nov-2026 24:00:00 +0000'));
+  t.throws(() => parseDateTime('25-Nov-2026 09:60:00 +0000'));
+  t.equal(parseDateTime('29-Feb-2028 09:38:18 +0000').toISOString(), '2028-02-29T09:38:18.000Z', 'a leap day');
+  t.equal(parseDateTime(' 5-Nov-2026 09:38:18 -0500').toISOString(), '2026-11-05T14:38:18.000Z', "c-client's space-padded day");
   t.equal(parseCommand({ parts: [{ kind: 'text', text: 'A]1 NOOP' }] }).tag, 'A]1', '"]" is an ASTRING-CHAR: a valid tag');
 });
 

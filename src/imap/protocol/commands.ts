@@ -91,6 +91,11 @@ export function parseDateTime(text: string): Date {
   const m = /^ ?(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/.exec(text);
   const month = m ? MONTHS.findIndex((x) => x.toLowerCase() === m[2]!.toLowerCase()) : -1;
   if (!m || month < 0) throw new ParseError(`Bad date-time "${text}"`);
+  // Date.UTC rolls "31-Feb" over into March and 25:00 into the next day: such a date-time is not one (RFC 3501 §9).
+  const day = Number(m[1]);
+  if (new Date(Date.UTC(Number(m[3]), month, day)).getUTCDate() !== day || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 60) {
+    throw new ParseError(`Bad date-time "${text}"`);
+  }
   const offset = (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9]));
   const ms = Date.UTC(Number(m[3]), month, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6])) - offset * 60000;
   const d = new Date(ms);
