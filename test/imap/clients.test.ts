@@ -1,5 +1,6 @@
 // Regressions found by running real third-party clients (Debian's isync/mbsync 1.4, offlineimap, mutt,
-// fetchmail) against the server: each test replays, over a real socket, the exact commands the client sent.
+// fetchmail, neomutt, alpine, getmail6, GNU mailutils) against the server: each test replays, over a real
+// socket, the exact commands the client sent.
 import t from 'tap';
 import { setupImap, type ImapFixture, type RawClient } from './setup.js';
 
@@ -99,5 +100,66 @@ t.test('interop regressions of real clients', async (t) => {
     t.match(await sync.command('9', 'UID FETCH 1:3 (UID FLAGS)'), /^\* 2 FETCH \(UID 3 FLAGS \(\)\)\r\n9 OK UID FETCH completed\r$/m);
     sync.destroy();
     phone.destroy();
+  });
+  await t.test('neomutt 20220429 browser with $imap_list_subscribed: LSUB "" "%" reaches a subscribed subfolder', async (t) => {
+    // neomutt's folder browser in "Subscribed" mode lists one level at a time with LSUB "" "%" (then
+    // LSUB "" "Lists/%" when the user enters a folder). With Lists/dev subscribed and Lists not, the server
+    // answered only the top-level subscriptions, so Lists/dev could not be reached from the browser.
+    // RFC 3501 §6.3.9: the "%" must return "Lists" with \Noselect (not subscribed).
+    const erin = await f.account('erin');
+    const owner = await f.account('frank');
+    await f.store.setShare(owner.id, erin.id, 'read');
+    const c = await session(f, erin.address);
+    t.match(await c.command('a0010', 'CREATE "Lists/dev"'), /^a0010 OK/m);
+    t.match(await c.command('a0011', 'UNSUBSCRIBE "Lists"'), /^a0011 OK/m);
+    const star = await c.command('a0006', 'LSUB "" "*"');
+    t.match(star, /^\* LSUB \(\) "\/" "Lists\/dev"\r$/m);
+    t.notMatch(star, /"Lists"\r/, '"*" reaches Lists/dev itself: Lists is not returned');
+
+    const top = await c.command('a0027', 'LSUB "" "%"');
+    t.match(top, /^\* LSUB \(\\Noselect\) "\/" "Lists"\r$/m, 'the unsubscribed parent of a subscribed folder, as \\Noselect');
+    t.match(top, /^\* LSUB \(\) "\/" "INBOX"\r$/m);
+    t.notMatch(top, /Lists\/dev/, '"%" does not reach Lists/dev');
+    t.match(top, /^\* LSUB \(\\Noselect\) "\/" "Shared"\r$/m, 'shared mailboxes (always subscribed) are reached the same way');
+    t.match(await c.command('a0028', 'LSUB "" "Lists/%"'), /^\* LSUB \(\) "\/" "Lists\/dev"\r\na0028 OK/m);
+    t.match(await c.command('a0029', `LSUB "" "Shared/%"`), new RegExp(`^\\* LSUB \\(\\\\Noselect\\) "/" "Shared/${owner.address.replace(/\./g, '\\.')}"\\r$`, 'm'));
+
+    t.match(await c.command('a0030', 'SUBSCRIBE "Lists"'), /^a0030 OK/m);
+    t.match(await c.command('a0031', 'LSUB "" "%"'), /^\* LSUB \(\) "\/" "Lists"\r$/m, 'subscribed itself: listed without \\Noselect');
+    t.match(await c.command('a0032', 'UNSUBSCRIBE "Lists/dev"'), /^a0032 OK/m);
+    t.match(await c.command('a0033', 'UNSUBSCRIBE "Lists"'), /^a0033 OK/m);
+    t.notMatch(await c.command('a0034', 'LSUB "" "%"'), /"Lists"/, 'no subscribed descendant: not listed');
+    c.destroy();
+  });
+  await t.test('neomutt, alpine, Thunderbird: BODY.PEEK[HEADER.FIELDS (…)] answers 8-bit header bytes unchanged', async (t) => {
+    // Every index view fetches its headers with HEADER.FIELDS. The server decoded the header as UTF-8 and
+    // encoded the chosen lines back, so a Latin-1 byte (old mailers, much spam) arrived as U+FFFD: neomutt
+    // showed "Latin1 caf�" and its $assumed_charset could no longer read it, while BODY[HEADER] and
+    // BODY[] still had the original byte and the literal sizes disagreed with them.
+    const gil = await f.account('gil');
+    const latin = Buffer.concat([
+      Buffer.from('From: latin@remote.test\r\nTo: gil@interop.test\r\nSubject: Latin1 caf'),
+      Buffer.from([0xe9]),
+      Buffer.from('\r\nX-Folded: first\r\n\tsecond \xe0 line\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <latin1@remote.test>\r\n\r\nbody\r\n', 'latin1'),
+    ]);
+    await f.store.deliver(latin, [{ mailboxId: gil.id }]);
+    const c = await session(f, gil.address);
+    t.match(await c.command('a0007', 'SELECT "INBOX"'), /^\* 1 EXISTS\r$/m);
+    const fields = '(DATE FROM SENDER SUBJECT TO CC MESSAGE-ID REFERENCES CONTENT-TYPE CONTENT-DESCRIPTION IN-REPLY-TO REPLY-TO LINES LIST-POST LIST-SUBSCRIBE LIST-UNSUBSCRIBE X-LABEL X-ORIGINAL-TO)';
+    const neomutt = await c.command('a0008', `FETCH 1:1 (UID FLAGS INTERNALDATE RFC822.SIZE BODY.PEEK[HEADER.FIELDS ${fields}])`);
+    const expected = Buffer.from(
+      'From: latin@remote.test\r\nTo: gil@interop.test\r\nSubject: Latin1 caf\xe9\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <latin1@remote.test>\r\n\r\n',
+      'latin1',
+    );
+    // The raw client reads one character per byte (latin1), so these compare bytes.
+    t.ok(neomutt.includes(`{${expected.length}}\r\n${expected.toString('latin1')})`), 'the fields as they are in the source, with the Latin-1 byte and a matching literal size');
+    t.notOk(neomutt.includes(Buffer.from('\ufffd').toString('latin1')), 'no replacement character');
+
+    const tb = await c.command('8', 'UID fetch 1 (UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (From To Cc Bcc Subject Date Message-ID Priority X-Priority References Newsgroups In-Reply-To Content-Type Reply-To)])');
+    t.ok(tb.includes('Subject: Latin1 caf\xe9\r\n'), "Thunderbird's header fetch too");
+    const not = await c.command('9', 'UID FETCH 1 (BODY.PEEK[HEADER.FIELDS.NOT (FROM TO SUBJECT DATE MESSAGE-ID)])');
+    const folded = 'X-Folded: first\r\n\tsecond \xe0 line\r\n\r\n';
+    t.ok(not.includes(`{${folded.length}}\r\n${folded}`), 'HEADER.FIELDS.NOT: a folded field with an 8-bit byte, unchanged');
+    c.destroy();
   });
 });

@@ -100,9 +100,21 @@ export const LSUB: CommandSpec<'LSUB'> = {
   async handle(s, cmd) {
     const all = await allEntries(s);
     const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
+    const matches = (name: string) => res.some((re) => re.test(name));
+    const subscribed = all.filter((e) => e.subscribed);
     for (const e of all) {
-      if (!e.subscribed || !res.some((re) => re.test(e.name))) continue;
-      await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+      if (!matches(e.name)) continue;
+      if (e.subscribed) {
+        await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+        continue;
+      }
+      // RFC 3501 §6.3.9: "foo/bar" subscribed, "foo" not: a "%" that reaches foo but not foo/bar returns foo,
+      // marked \Noselect (= not subscribed). Clients that browse subscriptions level by level (neomutt's
+      // browser with $imap_list_subscribed sends LSUB "" "%") never found a subscribed folder otherwise.
+      const prefix = e.name + FOLDER_DELIMITER;
+      if (subscribed.some((d) => d.name.startsWith(prefix) && !matches(d.name))) {
+        await s.untagged(`LSUB (\\Noselect) "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+      }
     }
     return ok('Lsub completed');
   },

@@ -8,8 +8,10 @@ export interface HeaderField {
   key: string;
   /** Unfolded value, raw (encoded words kept), decoded from the bytes as UTF-8. */
   value: string;
-  /** The field's original lines including the final CRLF. */
-  raw: string;
+  /** Byte offsets of the field's original lines (final line end included) in the message: HEADER.FIELDS
+   * answers these bytes as they are, 8-bit bytes that are not UTF-8 (Latin-1 subjects) included. */
+  rawStart: number;
+  rawEnd: number;
 }
 
 export interface ContentType {
@@ -57,20 +59,24 @@ function findHeaderEnd(raw: Buffer, start: number, end: number): { headerEnd: nu
   return { headerEnd: end, bodyStart: end };
 }
 
-export function parseHeaderBlock(text: string): HeaderField[] {
+/** The header fields in `raw[start, end)`, read line by line on the bytes (values decoded as UTF-8). */
+export function parseHeaderBlock(raw: Buffer, start = 0, end = raw.length): HeaderField[] {
   const out: HeaderField[] = [];
-  const lines = text.split(/(?<=\n)/);
-  for (const line of lines) {
-    if ((line.startsWith(' ') || line.startsWith('\t')) && out.length) {
+  let i = start;
+  while (i < end) {
+    const nl = raw.indexOf(0x0a, i);
+    const next = nl === -1 || nl >= end ? end : nl + 1;
+    const first = raw[i];
+    const line = raw.toString('utf8', i, next).replace(/\r?\n$/, '');
+    if ((first === 0x20 || first === 0x09) && out.length) {
       const last = out[out.length - 1]!;
-      last.raw += line;
-      last.value += ' ' + line.replace(/\r?\n$/, '').trim();
-      continue;
+      last.rawEnd = next;
+      last.value += ' ' + line.trim();
+    } else {
+      const colon = line.indexOf(':');
+      if (colon > 0) out.push({ key: line.slice(0, colon).trim().toLowerCase(), value: line.slice(colon + 1).trim(), rawStart: i, rawEnd: next });
     }
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    const key = line.slice(0, colon).trim().toLowerCase();
-    out.push({ key, value: line.slice(colon + 1).replace(/\r?\n$/, '').trim(), raw: line.endsWith('\n') ? line : line + '\r\n' });
+    i = next;
   }
   return out;
 }
@@ -87,7 +93,7 @@ export function parseContentType(value: string | null, fallback: string): Conten
 
 function parseNode(raw: Buffer, start: number, end: number, defaultType: string, depth: number, counter: { parts: number }): MimeNode {
   const { headerEnd, bodyStart } = findHeaderEnd(raw, start, end);
-  const headers = parseHeaderBlock(raw.toString('utf8', start, headerEnd));
+  const headers = parseHeaderBlock(raw, start, headerEnd);
   const ctValue = headers.find((h) => h.key === 'content-type')?.value ?? null;
   const contentType = parseContentType(ctValue, defaultType);
   const node: MimeNode = { start, bodyStart, end, headers, contentType, children: [], message: null };

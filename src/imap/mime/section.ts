@@ -21,12 +21,21 @@ export function findPart(root: MimeNode, path: number[]): MimeNode | null {
   return node;
 }
 
-function headerFields(node: MimeNode, fields: string[], not: boolean): Buffer {
+/** The named fields' lines as they are in the source (bytes, not re-encoded text), CRLF-terminated. */
+function headerFields(raw: Buffer, node: MimeNode, fields: string[], not: boolean): Buffer {
   const wanted = new Set(fields.map((f) => f.toLowerCase()));
-  let out = '';
-  for (const h of node.headers) if (wanted.has(h.key) !== not) out += h.raw.endsWith('\r\n') ? h.raw : h.raw.replace(/\n$/, '\r\n');
-  return Buffer.from(out + '\r\n', 'utf8');
+  const out: Buffer[] = [];
+  for (const h of node.headers) {
+    if (wanted.has(h.key) === not) continue;
+    let end = h.rawEnd;
+    if (raw[end - 1] === 0x0a) end -= raw[end - 2] === 0x0d ? 2 : 1;
+    out.push(raw.subarray(h.rawStart, end), CRLF);
+  }
+  out.push(CRLF);
+  return Buffer.concat(out);
 }
+
+const CRLF = Buffer.from('\r\n');
 
 /** The section's bytes, or null when the message has no such part (answered as an empty string). */
 export function sectionBytes(raw: Buffer, root: MimeNode, section: Section): Buffer | null {
@@ -40,5 +49,5 @@ export function sectionBytes(raw: Buffer, root: MimeNode, section: Section): Buf
   if (!msg) return null;
   if (spec === 'HEADER') return raw.subarray(msg.start, msg.bodyStart);
   if (spec === 'TEXT') return raw.subarray(msg.bodyStart, msg.end);
-  return headerFields(msg, section.fields, spec === 'HEADER.FIELDS.NOT');
+  return headerFields(raw, msg, section.fields, spec === 'HEADER.FIELDS.NOT');
 }
