@@ -2,14 +2,7 @@
 // fetchmail, neomutt, alpine, getmail6, GNU mailutils) against the server: each test replays, over a real
 // socket, the exact commands the client sent.
 import t from 'tap';
-import { setupImap, type ImapFixture, type RawClient } from './setup.js';
-
-async function session(f: ImapFixture, user: string): Promise<RawClient> {
-  const c = await f.raw();
-  await c.starttls();
-  await c.login(user);
-  return c;
-}
+import { session, setupImap } from './setup.js';
 
 t.test('interop regressions of real clients', async (t) => {
   const f = await setupImap(t);

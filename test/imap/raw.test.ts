@@ -2,14 +2,7 @@
 // fetches, every FETCH item, malformed lines, wrong states, STARTTLS injection, AUTHENTICATE continuation,
 // CONDSTORE, shared mailboxes, INBOX rename, APPEND corner cases.
 import t from 'tap';
-import { message, PASSWORD, setupImap, type ImapFixture, type RawClient } from './setup.js';
-
-async function session(f: ImapFixture, user: string): Promise<RawClient> {
-  const c = await f.raw();
-  await c.starttls();
-  await c.login(user);
-  return c;
-}
+import { message, PASSWORD, session, setupImap } from './setup.js';
 
 t.test('raw protocol', async (t) => {
   const f = await setupImap(t);

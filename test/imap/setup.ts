@@ -66,6 +66,14 @@ export async function setupImap(t: Test, opts: TestAppOptions = {}): Promise<Ima
   };
 }
 
+/** A raw client logged in as `user` after STARTTLS on the plain port. */
+export async function session(f: ImapFixture, user: string): Promise<RawClient> {
+  const c = await f.raw();
+  await c.starttls();
+  await c.login(user);
+  return c;
+}
+
 let counter = 0;
 /** A small RFC 5322 message. */
 export function message(opts: { subject?: string; from?: string; to?: string; body?: string; headers?: string[]; date?: string } = {}): Buffer {
