@@ -316,9 +316,11 @@ function outcomeWrites(
         }
       }
     }
-    if (accepted.length) {
-      const to = accepted.map((o) => o.recipient);
-      const response = accepted[0]!.reply.message;
+    // One entry per server reply: usually one transaction, but a server's recipient limit splits the
+    // recipients over several (each with its own queue id in the reply).
+    const byResponse = new Map<string, string[]>();
+    for (const o of accepted) byResponse.set(o.reply.message, [...(byResponse.get(o.reply.message) ?? []), o.recipient]);
+    for (const [response, to] of byResponse) {
       timeline.push(timelineRow(email, at, 'sent', { recipients: to, response, ...routeData }));
       events.push(emailEventRow(email, at, 'email.sent', { recipients: to }));
       if (route.kind === 'direct') {

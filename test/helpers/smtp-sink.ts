@@ -44,6 +44,8 @@ export interface SinkOptions {
   greeting?: SinkReply;
   /** Advertise this SIZE limit (RFC 1870) and refuse larger messages. */
   size?: number;
+  /** Recipients per transaction, as Postfix's smtpd_recipient_limit: past it RCPT answers 452 4.5.3. */
+  recipientLimit?: number;
 }
 
 export interface SmtpSink {
@@ -141,7 +143,10 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
     onMailFrom(_address, _session, callback) {
       callback(sink.mailFrom ? smtpError(sink.mailFrom) : null);
     },
-    onRcptTo(address, _session, callback) {
+    onRcptTo(address, session, callback) {
+      if (options.recipientLimit !== undefined && session.envelope.rcptTo.length >= options.recipientLimit) {
+        return callback(smtpError({ code: 452, text: '4.5.3 Error: too many recipients' }));
+      }
       const reply = sink.recipients.get(address.address.toLowerCase());
       callback(reply && reply.code >= 400 ? smtpError(reply) : null);
     },
@@ -165,7 +170,8 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
           helo: session.hostNameAppearsAs,
           accepted: !refused,
         });
-        callback(refused ? smtpError(refused) : null, 'Ok: queued');
+        // A queue id per message, as real MTAs answer: the replies of two transactions differ.
+        callback(refused ? smtpError(refused) : null, `Ok: queued as Q${sink.transactions.length}`);
       });
     },
   };

@@ -172,3 +172,35 @@ t.test('live sending to a remote MX', async (t) => {
     t.match(soft.data.bounce_message, /TLS|STARTTLS/);
   });
 });
+
+// A server's recipient limit (Postfix's smtpd_recipient_limit, 452 4.5.3): the recipients go in as many
+// transactions as it takes, at once, and the timeline has one sent/delivered entry per server reply.
+t.test('a recipient limit of 2: five recipients in three transactions, each recorded with its own reply', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const sink = await startSmtpSink({ starttls: false, recipientLimit: 2 });
+  t.teardown(() => sink.close());
+  const app = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port } });
+  await addVerifiedDomain(app, dns, 'acme.example');
+  dns.set('MX', 'dest.example', [{ exchange: 'mx.dest.example', priority: 10 }]);
+  dns.set('A', 'mx.dest.example', ['127.0.0.1']);
+
+  const to = ['a', 'b', 'c', 'd', 'e'].map((l) => `${l}@dest.example`);
+  const res = await app.request<{ id: string }>('POST', '/emails', { body: { from: 'hello@acme.example', to, subject: 'Many', text: 'Hello' } });
+  t.equal(res.status, 202);
+  await app.appliance.ctx.jobs.drain();
+  t.same(sink.accepted.map((tx) => tx.to), [to.slice(0, 2), to.slice(2, 4), to.slice(4)]);
+  const detail = (await app.request<Detail>('GET', `/emails/${res.body.id}`)).body;
+  t.equal(detail.status, 'delivered');
+  t.ok(detail.recipients.every((r) => r.status === 'delivered'), 'every recipient delivered in the first attempt');
+  const delivered = (await app.request<Timeline>('GET', `/emails/${res.body.id}/events`)).body.events.filter((e) => e.type === 'delivered');
+  t.same(
+    delivered.map((e) => [e.data.recipients, e.data.response]),
+    [
+      [to.slice(0, 2), '250 Ok: queued as Q1'],
+      [to.slice(2, 4), '250 Ok: queued as Q2'],
+      [to.slice(4), '250 Ok: queued as Q3'],
+    ],
+  );
+  t.notOk((await app.request<Timeline>('GET', `/emails/${res.body.id}/events`)).body.events.some((e) => e.type === 'delivery_delayed'), 'no delay');
+});
