@@ -1,5 +1,6 @@
 // The header block of a raw RFC 5322 message: where it ends, its fields (unfolded), and the summary
 // (ENVELOPE fields) stored beside each blob. Pure; no I/O.
+import { isUtf8 } from 'node:buffer';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { EnvelopeAddress, MessageSummary } from './types.js';
 
@@ -18,9 +19,45 @@ export function headerSize(raw: Buffer): number {
   return raw.length;
 }
 
+// WHATWG windows-1252 for bytes 0x80–0x9F; every other byte is its own code point (Latin-1). Node's own
+// TextDecoder('windows-1252') decodes these 32 as Latin-1 since 20.18.3 (nodejs/node#60888), hence the table.
+const CP1252_80_9F =
+  '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
+  '\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+/**
+ * The text of a header field's bytes: UTF-8 when they are valid UTF-8 (ASCII included), else Windows-1252,
+ * which is what a mailer that writes raw 8-bit header bytes without an encoded word (RFC 2047) almost always
+ * means (Latin-1, and browsers' and mail clients' reading of unlabeled 8-bit text). Decoded as UTF-8, such a
+ * byte became U+FFFD in ENVELOPE and SEARCH could not find the word. Called once per field, so one Latin-1
+ * field does not change how a UTF-8 field beside it reads. Encoded words are left for the reader to decode.
+ */
+export function decodeHeaderBytes(bytes: Buffer): string {
+  if (isUtf8(bytes)) return bytes.toString('utf8');
+  return bytes.toString('latin1').replace(/[\x80-\x9f]/g, (c) => CP1252_80_9F[c.charCodeAt(0) - 0x80]!);
+}
+
+/** A header block's text, each field (its line and the folded lines after it) decoded on its own. */
+function decodeFields(block: Buffer): string {
+  let text = '';
+  let i = 0;
+  while (i < block.length) {
+    let next = lineEnd(block, i);
+    while (next < block.length && (block[next] === 0x20 || block[next] === 0x09)) next = lineEnd(block, next);
+    text += decodeHeaderBytes(block.subarray(i, next));
+    i = next;
+  }
+  return text;
+}
+
+function lineEnd(block: Buffer, from: number): number {
+  const nl = block.indexOf(0x0a, from);
+  return nl === -1 ? block.length : nl + 1;
+}
+
 /** Parses a header block (string or raw message) into unfolded fields. Malformed lines are skipped. */
 export function parseHeaders(input: Buffer | string): HeaderMap {
-  const block = typeof input === 'string' ? input : input.subarray(0, headerSize(input)).toString('utf8');
+  const block = typeof input === 'string' ? input : decodeFields(input.subarray(0, headerSize(input)));
   const map: HeaderMap = new Map();
   let name: string | null = null;
   let value = '';
@@ -72,7 +109,7 @@ export function parseAddressList(value: string | null): EnvelopeAddress[] {
 
 export function summarize(raw: Buffer): MessageSummary {
   const size = headerSize(raw);
-  const h = parseHeaders(raw.subarray(0, size).toString('utf8'));
+  const h = parseHeaders(raw.subarray(0, size));
   const addr = (name: string) => parseAddressList(h.get(name)?.join(', ') ?? null);
   return {
     date: firstHeader(h, 'date'),

@@ -113,8 +113,10 @@ export interface EnvelopeAddress {
 /**
  * What IMAP's ENVELOPE needs, parsed once from the header block when a source is first stored (kept beside
  * the blob), so FETCH 1:* (ENVELOPE) reads no raw sources. Values are raw header values, unfolded, with
- * MIME encoded-words kept (as ENVELOPE sends them); a missing header is null / []. No defaults are applied
- * (ENVELOPE's "sender and reply-to default to from" is the IMAP writer's job).
+ * MIME encoded-words kept (as ENVELOPE sends them), a field whose bytes are not UTF-8 read as Windows-1252
+ * (`decodeHeaderBytes` in headers.ts; summaries stored before that hold U+FFFD, and IMAP's FETCH reads such a
+ * message's source instead); a missing header is null / []. No defaults are applied (ENVELOPE's "sender and
+ * reply-to default to from" is the IMAP writer's job).
  */
 export interface MessageSummary {
   date: string | null;

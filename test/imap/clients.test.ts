@@ -155,4 +155,62 @@ t.test('interop regressions of real clients', async (t) => {
     t.ok(not.includes(`{${folded.length}}\r\n${folded}`), 'HEADER.FIELDS.NOT: a folded field with an 8-bit byte, unchanged');
     c.destroy();
   });
+
+  await t.test('Alpine, GNU mailutils: ENVELOPE and SEARCH read 8-bit header text that is not UTF-8 as Windows-1252', async (t) => {
+    // Alpine's index line and mailutils' `headers` showed "Latin1 caf\uFFFD" for a Subject (and a From display
+    // name) written in raw Latin-1 by an old mailer, and SEARCH CHARSET UTF-8 SUBJECT "café" did not find it:
+    // the header was decoded as UTF-8 once at delivery (the store's summary, read for ENVELOPE) and at every
+    // parse of the source (SEARCH, and ENVELOPE fetched with a section or BODYSTRUCTURE). A field whose bytes
+    // are not UTF-8 is now read as Windows-1252 (WHATWG: what browsers and mail clients assume for unlabeled
+    // 8-bit text), field by field; ENVELOPE carries it as UTF-8 in a literal, as any non-ASCII header text.
+    const ivy = await f.account('ivy');
+    const latin = (id: string) =>
+      Buffer.from(
+        // \xe9 é, \x96 en dash, \x80 euro sign (Windows-1252, not ISO-8859-1); the To name is UTF-8 already.
+        `From: Ren\xe9 Dupont <rene@remote.test>\r\nTo: J\xc3\xb6rg <ivy@example.com>\r\nSubject: Latin1 caf\xe9 \x96 5 \x80\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\nMessage-ID: <${id}@remote.test>\r\n\r\nbody\r\n`,
+        'latin1',
+      );
+    await f.store.deliver(latin('latin1-a'), [{ mailboxId: ivy.id }]);
+    await f.store.deliver(latin('latin1-b'), [{ mailboxId: ivy.id }]);
+    await f.store.deliver(Buffer.from('From: René Dupont <rene@remote.test>\r\nTo: ivy@example.com\r\nSubject: UTF-8 café\r\nMessage-ID: <utf8@remote.test>\r\n\r\nbody\r\n'), [{ mailboxId: ivy.id }]);
+    await f.store.deliver(Buffer.from('From: rene@remote.test\r\nSubject: =?ISO-8859-1?Q?Encoded_caf=E9?=\r\nMessage-ID: <ew@remote.test>\r\n\r\nbody\r\n'), [{ mailboxId: ivy.id }]);
+    // The raw client reads one character per byte: a UTF-8 literal as the server sends it.
+    const lit = (s: string) => `{${Buffer.byteLength(s)}}\r\n${Buffer.from(s).toString('latin1')}`;
+    const fffd = Buffer.from('\ufffd').toString('latin1');
+    const envelope = `ENVELOPE ("Tue, 24 Nov 2026 10:00:00 +0000" ${lit('Latin1 café – 5 €')} ((${lit('René Dupont')} NIL "rene" "remote.test")) ((${lit('René Dupont')} NIL "rene" "remote.test")) ((${lit('René Dupont')} NIL "rene" "remote.test")) ((${lit('Jörg')} NIL "ivy" "example.com")) NIL NIL NIL "<`;
+    const c = await session(f, ivy.address);
+    t.match(await c.command('a1', 'SELECT INBOX'), /^\* 4 EXISTS\r$/m);
+
+    // A header listing of ENVELOPE with state items only (mailutils' shape) is answered from the store's summary.
+    const mailutils = await c.command('a2', 'FETCH 1 (UID FLAGS RFC822.SIZE INTERNALDATE ENVELOPE)');
+    t.ok(mailutils.includes(envelope + 'latin1-a@remote.test>")'), 'the stored summary: Subject and From name as Windows-1252, To (UTF-8) unchanged');
+    t.notOk(mailutils.includes(fffd), 'no replacement character');
+
+    // ENVELOPE with a header section (c-client's index fetch, Alpine's library) is answered from a parse of the source.
+    const alpine = await c.command('a3', 'UID FETCH 2 (UID ENVELOPE BODY.PEEK[HEADER.FIELDS (Newsgroups Content-MD5 Content-Disposition Content-Language Content-Location Followup-To References List-Post)] INTERNALDATE RFC822.SIZE FLAGS)');
+    t.ok(alpine.includes(envelope + 'latin1-b@remote.test>")'), 'the same ENVELOPE from the source');
+    t.notOk(alpine.includes(fffd), 'no replacement character');
+    const subject = await c.command('a4', 'UID FETCH 2 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])');
+    const original = 'Subject: Latin1 caf\xe9 \x96 5 \x80\r\n\r\n';
+    t.ok(subject.includes(`{${original.length}}\r\n${original})`), 'HEADER.FIELDS still answers the original bytes');
+
+    t.match(await c.command('a5', 'SEARCH CHARSET UTF-8 SUBJECT "café"'), /^\* SEARCH 1 2 3 4\r$/m, 'Windows-1252, UTF-8 and an encoded word alike');
+    t.match(await c.command('a6', 'SEARCH CHARSET UTF-8 SUBJECT {5+}\r\ncafé'), /^\* SEARCH 1 2 3 4\r$/m, 'as a literal');
+    t.match(await c.command('a7', 'SEARCH CHARSET UTF-8 SUBJECT "– 5 €"'), /^\* SEARCH 1 2\r$/m, 'bytes 0x80–0x9F as Windows-1252 maps them');
+    t.match(await c.command('a8', 'SEARCH CHARSET UTF-8 FROM "René"'), /^\* SEARCH 1 2 3\r$/m);
+
+    const utf8 = await c.command('a9', 'FETCH 3:4 (ENVELOPE)');
+    t.ok(utf8.includes(`ENVELOPE (NIL ${lit('UTF-8 café')} ((${lit('René Dupont')} NIL "rene" "remote.test"))`), 'a valid UTF-8 header is unchanged');
+    t.ok(utf8.includes('ENVELOPE (NIL "=?ISO-8859-1?Q?Encoded_caf=E9?=" ((NIL NIL "rene" "remote.test"))'), 'an encoded word stays as it is in ENVELOPE');
+
+    // A message stored before: its summary holds U+FFFD where the byte was; ENVELOPE is then built from the source.
+    await f.store.deliver(latin('latin1-old'), [{ mailboxId: ivy.id }]);
+    const db = f.app.appliance.ctx.db;
+    const row = (await db('mail_messages').where('summary', 'like', '%latin1-old%').first('folder_id', 'uid', 'summary')) as { folder_id: number; uid: number; summary: string };
+    await db('mail_messages').where({ folder_id: row.folder_id, uid: row.uid }).update({ summary: row.summary.replace(/é/g, '\ufffd') });
+    t.match(await c.command('b1', 'NOOP'), /^\* 5 EXISTS\r$/m);
+    const old = await c.command('b2', 'FETCH 5 (UID FLAGS ENVELOPE)');
+    t.ok(old.includes(envelope + 'latin1-old@remote.test>")'), 'a lossy stored summary is not used');
+    c.destroy();
+  });
 });

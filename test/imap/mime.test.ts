@@ -4,6 +4,7 @@ import t from 'tap';
 import { parseMessage } from '../../src/imap/mime/parse.js';
 import { sectionBytes } from '../../src/imap/mime/section.js';
 import { envelopeFromSummary, summarize } from '../../src/imap/mime/structure.js';
+import { summarize as storeSummary } from '../../src/mailstore/headers.js';
 import { bodyText } from '../../src/imap/mime/text.js';
 import { parseSection } from '../../src/imap/protocol/fetch-items.js';
 import { sentDay } from '../../src/imap/commands/search.js';
@@ -120,6 +121,34 @@ t.test('ENVELOPE from the store summary matches the parsed one', async (t) => {
     messageId: '<x@y>',
   });
   t.equal(fromStore, summarize(raw).envelope);
+});
+
+t.test('a header field that is not UTF-8 reads as Windows-1252: ENVELOPE, BODYSTRUCTURE parameters, the store summary alike', async (t) => {
+  // Raw 8-bit bytes in a header (no encoded word) from old mailers: not UTF-8, so Windows-1252, field by field.
+  const raw = Buffer.from(
+    [
+      'From: Ren\xe9 <rene@remote.test>',
+      'To: J\xc3\xb6rg <j@example.com>',
+      'Subject: caf\xe9',
+      '\tcr\xe8me \x93br\xfbl\xe9e\x94',
+      'Content-Type: application/pdf; name="men\xfc.pdf"',
+      'Content-Disposition: attachment; filename="men\xfc.pdf"',
+      '',
+      'x',
+    ].join('\r\n'),
+    'latin1',
+  );
+  const s = summarize(raw);
+  const lit = (v: string) => `{${Buffer.byteLength(v)}}\r\n${v}`;
+  t.equal(
+    s.envelope,
+    `(NIL ${lit('café crème “brûlée”')} ((${lit('René')} NIL "rene" "remote.test")) ((${lit('René')} NIL "rene" "remote.test")) ((${lit('René')} NIL "rene" "remote.test")) ((${lit('Jörg')} NIL "j" "example.com")) NIL NIL NIL NIL)`,
+    'a folded field decoded as one; the UTF-8 field beside it unchanged',
+  );
+  t.match(s.bodystructure, `("APPLICATION" "PDF" ("NAME" ${lit('menü.pdf')}) NIL NIL "7BIT" 1 NIL ("ATTACHMENT" ("FILENAME" ${lit('menü.pdf')})) NIL NIL)`);
+  t.equal(envelopeFromSummary(storeSummary(raw)), s.envelope, 'the store summary reads the fields the same way');
+  const tree = parseMessage(raw);
+  t.equal(sectionBytes(raw, tree, parseSection('HEADER.FIELDS (SUBJECT)'))?.toString('latin1'), 'Subject: caf\xe9\r\n\tcr\xe8me \x93br\xfbl\xe9e\x94\r\n\r\n', 'HEADER.FIELDS: the bytes');
 });
 
 t.test('text for SEARCH: transfer encodings and charsets decoded', async (t) => {

@@ -2,6 +2,8 @@
 // copy/move/expunge, quota.
 import t from 'tap';
 import { message, setupStore } from './setup.js';
+import charset from 'libmime/lib/charset.js';
+import { decodeHeaderBytes, parseHeaders } from '../../src/mailstore/headers.js';
 import { DEFAULT_FOLDERS, MailStoreError, type Change } from '../../src/mailstore/types.js';
 
 t.test('a new account has the default folders with distinct UIDVALIDITYs', async (t) => {
@@ -227,6 +229,29 @@ t.test('listMessages withSummary gives the ENVELOPE fields without reading sourc
   t.equal(raw.subarray(m!.summary!.headerSize - 4, m!.summary!.headerSize).toString(), '\r\n\r\n');
   const [plain] = await store.listMessages(c!.folderId);
   t.equal(plain!.summary, undefined, 'only when asked');
+});
+
+t.test('a header field that is not UTF-8 is summarized as Windows-1252, field by field', async (t) => {
+  // Old and misconfigured mailers write raw Latin-1 (Windows-1252) header bytes without encoded words.
+  const { store, account } = await setupStore(t);
+  const a = await account('a');
+  const raw = Buffer.from('From: Ren\xe9 Dupont <rene@remote.test>\r\nTo: J\xc3\xb6rg <a@example.com>\r\nSubject: caf\xe9 \x80 \x85\r\n\r\nbody\r\n', 'latin1');
+  const [c] = await store.deliver(raw, [{ mailboxId: a }]);
+  const [m] = await store.listMessages(c!.folderId, { withSummary: true });
+  t.equal(m!.summary!.subject, 'café € …');
+  t.same(m!.summary!.from, [{ name: 'René Dupont', address: 'rene@remote.test' }]);
+  t.same(m!.summary!.to, [{ name: 'Jörg', address: 'a@example.com' }], 'a UTF-8 field beside it stays UTF-8');
+  t.equal(parseHeaders(raw).get('subject')?.[0], 'café € …', 'parseHeaders (filters, inbound) reads it the same way');
+});
+
+t.test('decodeHeaderBytes: UTF-8 when valid, else the WHATWG windows-1252 table', async (t) => {
+  t.equal(decodeHeaderBytes(Buffer.from('Grüße 😀')), 'Grüße 😀');
+  t.equal(decodeHeaderBytes(Buffer.from([0x63, 0x61, 0x66, 0xc3])), 'caf\xc3', 'a truncated UTF-8 sequence is not UTF-8');
+  // iconv-lite (through libmime) knows 27 of 0x80–0x9F; WHATWG maps the other five to the C1 controls.
+  for (let b = 0x80; b <= 0xff; b++) {
+    const expected = [0x81, 0x8d, 0x8f, 0x90, 0x9d].includes(b) ? String.fromCharCode(b) : charset.decode(Buffer.from([b]), 'windows-1252');
+    t.equal(decodeHeaderBytes(Buffer.from([0x78, b])), 'x' + expected, `0x${b.toString(16)}`);
+  }
 });
 
 t.test('the same mailbox and folder named twice gets one copy with the flags merged', async (t) => {

@@ -203,6 +203,17 @@ function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchIte
   out.addText(text + ')\r\n');
 }
 
+/**
+ * The summary stored beside the message, unless it was stored before 8-bit header bytes that are not UTF-8
+ * were read as Windows-1252 (mailstore/headers.ts) and so holds U+FFFD: then the ENVELOPE is built from the
+ * source (and cached), which reads them right.
+ */
+function storedSummary(meta: { summary?: MessageSummary | undefined; summaryJson?: string | null | undefined }): MessageSummary | null {
+  if (meta.summaryJson) return meta.summaryJson.includes('\ufffd') ? null : (JSON.parse(meta.summaryJson) as MessageSummary);
+  if (!meta.summary) return null;
+  return JSON.stringify(meta.summary).includes('\ufffd') ? null : meta.summary;
+}
+
 export const FETCH: CommandSpec<'FETCH'> = {
   states: SELECTED,
   updates: 'no-expunge',
@@ -260,8 +271,9 @@ export const FETCH: CommandSpec<'FETCH'> = {
         if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
         const blobId = meta.blobId ?? '';
         let summary = read === 'state' ? undefined : cache.get(blobId);
-        if (needs.envelope && !summary?.envelope && (meta.summary || meta.summaryJson)) {
-          const envelope = envelopeFromSummary(meta.summary ?? (JSON.parse(meta.summaryJson!) as MessageSummary));
+        const stored = needs.envelope && !summary?.envelope ? storedSummary(meta) : null;
+        if (stored) {
+          const envelope = envelopeFromSummary(stored);
           summary = { ...summary, envelope };
           cache.set(blobId, summary);
         }

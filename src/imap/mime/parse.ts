@@ -2,11 +2,12 @@
 // unfolded for reading and kept raw for HEADER.FIELDS. Enough for ENVELOPE, BODYSTRUCTURE, BODY[section]
 // and SEARCH; it never throws on malformed input (a broken multipart becomes an opaque part).
 import libmime from 'libmime';
+import { decodeHeaderBytes } from '../../mailstore/headers.js';
 
 export interface HeaderField {
   /** Lower-cased name. */
   key: string;
-  /** Unfolded value, raw (encoded words kept), decoded from the bytes as UTF-8. */
+  /** Unfolded value, raw (encoded words kept), decoded from the bytes as UTF-8, or as Windows-1252 when they are not UTF-8. */
   value: string;
   /** Byte offsets of the field's original lines (final line end included) in the message: HEADER.FIELDS
    * answers these bytes as they are, 8-bit bytes that are not UTF-8 (Latin-1 subjects) included. */
@@ -59,22 +60,28 @@ function findHeaderEnd(raw: Buffer, start: number, end: number): { headerEnd: nu
   return { headerEnd: end, bodyStart: end };
 }
 
-/** The header fields in `raw[start, end)`, read line by line on the bytes (values decoded as UTF-8). */
+/**
+ * The header fields in `raw[start, end)`, read on the bytes: a field is its line and the folded lines after
+ * it, decoded as one (UTF-8, or Windows-1252 when its bytes are not UTF-8: the store's `decodeHeaderBytes`, so
+ * ENVELOPE, SEARCH and BODYSTRUCTURE parameters read a field as the store's summary does). A line without a
+ * colon is skipped with its folded lines.
+ */
 export function parseHeaderBlock(raw: Buffer, start = 0, end = raw.length): HeaderField[] {
   const out: HeaderField[] = [];
+  const lineEnd = (from: number) => {
+    const nl = raw.indexOf(0x0a, from);
+    return nl === -1 || nl >= end ? end : nl + 1;
+  };
   let i = start;
   while (i < end) {
-    const nl = raw.indexOf(0x0a, i);
-    const next = nl === -1 || nl >= end ? end : nl + 1;
-    const first = raw[i];
-    const line = raw.toString('utf8', i, next).replace(/\r?\n$/, '');
-    if ((first === 0x20 || first === 0x09) && out.length) {
-      const last = out[out.length - 1]!;
-      last.rawEnd = next;
-      last.value += ' ' + line.trim();
-    } else {
-      const colon = line.indexOf(':');
-      if (colon > 0) out.push({ key: line.slice(0, colon).trim().toLowerCase(), value: line.slice(colon + 1).trim(), rawStart: i, rawEnd: next });
+    let next = lineEnd(i);
+    while (next < end && (raw[next] === 0x20 || raw[next] === 0x09)) next = lineEnd(next);
+    const [line, ...folded] = decodeHeaderBytes(raw.subarray(i, next)).replace(/\r?\n$/, '').split('\n');
+    const colon = line!.indexOf(':');
+    if (colon > 0) {
+      let value = line!.slice(colon + 1).trim();
+      for (const l of folded) value += ' ' + l.trim();
+      out.push({ key: line!.slice(0, colon).trim().toLowerCase(), value, rawStart: i, rawEnd: next });
     }
     i = next;
   }
