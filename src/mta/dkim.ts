@@ -114,6 +114,9 @@ function relaxedAsIs(body: Buffer): Buffer | null {
 
 const CRLF = Buffer.from('\r\n');
 
+/** The line length the DKIM-Signature field is folded to (RFC 5322 §2.1.1's SHOULD). */
+const MAX_LINE = 78;
+
 /** sha256 of the relaxed body canonicalisation (§3.4.4), base64. */
 export function relaxedBodyHash(body: Buffer): string {
   const asIs = relaxedAsIs(body);
@@ -170,22 +173,32 @@ export async function signMessage(raw: Buffer, key: DkimKey, at: Date): Promise<
     `s=${key.selector}`,
     `t=${Math.floor(at.getTime() / 1000)}`,
     `bh=${relaxedBodyHash(body)}`,
-    `h=${names.join(':')}`,
   ];
-  // Folded to lines of at most 78 characters where tags allow; relaxed canonicalisation ignores the folds.
+  // Folded to lines of at most 78 characters (RFC 5322 §2.1.1): between tags, inside h= after a colon and
+  // inside b= (§3.5 allows FWS there); relaxed canonicalisation ignores the folds. A fold only between tags
+  // left the h= of a message with Reply-To, Cc and List-Unsubscribe at 95 characters, and put the first 72
+  // characters of b= after it (141).
+  const hTag = `h=${names.join(':')};`;
   let unsigned = 'DKIM-Signature:';
   let line = unsigned.length;
-  for (const tag of [...tags.map((x) => `${x};`), 'b=']) {
-    if (line + 1 + tag.length > 78) {
-      unsigned += `\r\n\t${tag}`;
-      line = 1 + tag.length;
+  const append = (atom: string, separator: string) => {
+    if (line + separator.length + atom.length > MAX_LINE) {
+      unsigned += `\r\n\t${atom}`;
+      line = 1 + atom.length;
     } else {
-      unsigned += ` ${tag}`;
-      line += 1 + tag.length;
+      unsigned += `${separator}${atom}`;
+      line += separator.length + atom.length;
     }
-  }
+  };
+  for (const tag of tags) append(`${tag};`, ' ');
+  // The list is split after its colons only when it does not fit on a line of its own.
+  if (1 + hTag.length <= MAX_LINE) append(hTag, ' ');
+  else hTag.split(/(?<=:)/).forEach((atom, i) => append(atom, i === 0 ? ' ' : ''));
+  append('b=', ' ');
   const data = canon.join('') + relaxedHeader(unsigned).slice(0, -2); // the signature field itself, without CRLF
   const signature = (await rsaSha256(data, privateKey)).toString('base64');
-  const folded = signature.match(/.{1,72}/g)!.join('\r\n\t ');
+  // The rest of the line after "b=", then continuation lines of "\t " and 72 characters (74 columns).
+  const first = signature.slice(0, Math.max(0, MAX_LINE - line));
+  const folded = first + (signature.slice(first.length).match(/.{1,72}/g) ?? []).map((chunk) => `\r\n\t ${chunk}`).join('');
   return Buffer.concat([Buffer.from(`${unsigned}${folded}\r\n`, 'latin1'), raw]);
 }

@@ -102,3 +102,29 @@ t.test('signed in a render thread (where the RSA operation runs inline): mailaut
   t.equal((await verify(signed)).status.result, 'pass');
   t.match(signed.toString('latin1'), /^DKIM-Signature: v=1; a=rsa-sha256;/);
 });
+
+// RFC 5322 §2.1.1: lines SHOULD be at most 78 characters. The field was folded only between tags, so a
+// message signing Reply-To, Cc and List-Unsubscribe had a 95-character h= line, and b= began after the tag
+// before it (141 characters, seen on the wire by Exim). Domains and selectors of every length move where the
+// folds fall, down to a "b=" that ends a line exactly.
+t.test('the DKIM-Signature field is folded to lines of at most 78 characters, and still verifies', async (t) => {
+  const message = (domain: string) =>
+    `From: A <a@${domain}>\r\nTo: b@remote.test\r\nCc: c@remote.test\r\nReply-To: r@${domain}\r\nSubject: Hello\r\n` +
+    `Date: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <1@${domain}>\r\nMIME-Version: 1.0\r\n` +
+    'Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\nList-Unsubscribe: <mailto:u@remote.test>\r\n\r\nHi\r\n';
+  for (let n = 1; n <= 40; n++) {
+    const domain = `${'d'.repeat(n)}.example.test`;
+    const selector = 's'.repeat(1 + (n % 9));
+    const resolve = async (name: string, rr: string) => {
+      if (rr === 'TXT' && name === `${selector}._domainkey.${domain}`) return [[`v=DKIM1; k=rsa; p=${p}`]];
+      throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    };
+    const signed = (await signMessage(Buffer.from(message(domain)), { domain, selector, privateKey }, at)).toString('latin1');
+    const field = signed.slice(0, signed.indexOf('\r\nFrom:'));
+    const long = field.split('\r\n').filter((l) => l.length > 78);
+    t.same(long, [], `d=${domain}: no line over 78`);
+    t.match(field.replace(/\r\n[ \t]+/g, '').replace(/\s+/g, ''), /h=from:from:reply-to:subject:date:message-id:to:cc:mime-version:content-type:content-transfer-encoding:list-unsubscribe;/, 'every field is listed');
+    const result = (await dkimVerify(Buffer.from(signed, 'latin1'), { resolver: resolve, curTime: at })).results[0]!;
+    t.equal(result.status.result, 'pass', `d=${domain}: ${JSON.stringify(result.status)}`);
+  }
+});
