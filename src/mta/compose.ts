@@ -7,7 +7,7 @@
 // compares the two) — whenever every node holds a string or a Buffer; anything else goes through build().
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64';
-import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+import { detectMimeType, encodeWord, foldLines } from 'nodemailer/lib/mime-funcs';
 import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { plainTextOf } from './html-scan.js';
@@ -55,6 +55,75 @@ export function htmlToText(html: string): string {
   } catch {
     return plainTextOf(html);
   }
+}
+
+/**
+ * The text/plain part of a message: the sender's text, or the one derived from its html when there is none.
+ * A blank text beside an html body (a template's empty string) counts as none: MailComposer leaves an empty
+ * text out, so the message went out html-only (no multipart/alternative; SpamAssassin's MIME_HTML_ONLY, and
+ * HTML_MIME_NO_HTML_TAG for a fragment), and a whitespace-only one is an alternative sharing no word with the
+ * html (MPART_ALT_DIFF, 2.2 points). RFC 2046 §5.1.4: the alternatives are the same content.
+ */
+export function textPartOf(input: Pick<ComposeInput, 'html' | 'text'>): string | undefined {
+  const given = textGiven(input);
+  return given !== undefined || input.html === undefined ? given : htmlToText(input.html);
+}
+
+/** The sender's text as it counts (textPartOf): undefined when absent, or blank beside an html body. */
+export function textGiven(input: { html?: string | undefined; text?: string | undefined }): string | undefined {
+  return input.html === undefined || (input.text !== undefined && /\S/.test(input.text)) ? input.text : undefined;
+}
+
+/** RFC 5322 §2.1.1: a line MUST be at most 998 characters, CRLF excluded. */
+const MAX_LINE = 998;
+
+type HeaderValue = string | { prepared: boolean; value: string };
+
+/**
+ * An unstructured header (Subject, an X- header) as MailComposer should write it. MailComposer folds only at
+ * whitespace, so a run of 997 characters without any (a token, a long URL; the API allows subjects of 998
+ * and header values of 1,024) went out on a line over 998. Such a value is written as RFC 2047 encoded
+ * words instead, which fold; decoders give back the same text. Any other value is left to MailComposer.
+ */
+export function unstructuredHeader(name: string, value: string): HeaderValue {
+  // The longest line MailComposer can make: the name, ': ' and the run (or a space and the run, when folded).
+  let run = 0;
+  let longest = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    run = c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d ? 0 : run + 1;
+    if (run > longest) longest = run;
+  }
+  if (name.length + 2 + longest <= MAX_LINE) return value;
+  const folded = foldLines(`${name}: ${encodeWord(value, 'Q', 52)}`, 76);
+  return { prepared: true, value: folded.slice(name.length + 2) };
+}
+
+/** The message's Subject and custom headers as MailComposer takes them. */
+function headersOf(input: Pick<ComposeInput, 'subject' | 'headers'>): Record<string, HeaderValue> {
+  const headers: Record<string, HeaderValue> = {};
+  for (const [name, value] of Object.entries(input.headers)) headers[name] = /^x-/i.test(name) ? unstructuredHeader(name, value) : value;
+  const subject = unstructuredHeader('Subject', input.subject);
+  if (typeof subject !== 'string') headers.Subject = subject;
+  return headers;
+}
+
+/** MailComposer's options for a message, but for its boundaries. */
+export function composerOptions(input: ComposeInput): ConstructorParameters<typeof MailComposer>[0] {
+  const headers = headersOf(input);
+  return {
+    from: input.from,
+    to: input.to,
+    cc: input.cc.length ? input.cc : undefined,
+    replyTo: input.replyTo.length ? input.replyTo : undefined,
+    subject: headers.Subject ? undefined : input.subject,
+    html: input.html,
+    text: textPartOf(input),
+    headers,
+    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+    messageId: input.messageId,
+    date: input.date,
+  };
 }
 
 /** The MIME type for a file name, as MailComposer would infer it. */
@@ -127,17 +196,7 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
     // The random part of the message's multipart boundaries: 8 bytes, as MailComposer would draw them for
     // every MIME node it makes, once per message from the pooled CSPRNG bytes of core/ids.ts.
     baseBoundary: randomHex(8),
-    from: input.from,
-    to: input.to,
-    cc: input.cc.length ? input.cc : undefined,
-    replyTo: input.replyTo.length ? input.replyTo : undefined,
-    subject: input.subject,
-    html: input.html,
-    text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : undefined),
-    headers: input.headers,
-    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
-    messageId: input.messageId,
-    date: input.date,
+    ...composerOptions(input),
   };
   const root = new MailComposer(options).compile();
   return buildSync(root) ?? root.build();

@@ -9,7 +9,7 @@ import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/addres
 import { newPublicId } from '../core/ids.js';
 import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
-import { htmlToText, inferContentType } from '../mta/compose.js';
+import { htmlToText, inferContentType, textGiven } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
 import { Batcher, insertRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
@@ -188,7 +188,8 @@ export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promis
 export const INLINE_TEXT_LIMIT = 16 * 1024;
 /** The text part of an email: the sender's, or derived from its html (on a render thread when it is large). */
 export async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
-  if (input.text !== undefined) return input.text;
+  const given = textGiven(input); // a blank text beside html counts as none, as on the wire (mta/compose.ts)
+  if (given !== undefined) return given;
   if (input.html === undefined) return null;
   const derive = textDerivers.get(ctx);
   if (!derive || input.html.length <= INLINE_TEXT_LIMIT) return htmlToText(input.html);
@@ -353,7 +354,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       subject: input.subject ?? '',
       html: input.html ?? null,
       // Derived once, here, so the stored email shows exactly the text part that is sent.
-      text: item.text !== undefined ? item.text : (input.text ?? (input.html !== undefined ? htmlToText(input.html) : null)),
+      text: item.text !== undefined ? item.text : (textGiven(input) ?? (input.html !== undefined ? htmlToText(input.html) : null)),
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',

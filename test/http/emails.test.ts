@@ -77,6 +77,16 @@ t.test('emails in test mode', async (t) => {
     t.match(detail.body.text, /The end\s*$/);
   });
 
+  t.test('a blank text beside html counts as none: the stored text is derived, as the message sent', async (t) => {
+    for (const text of ['', '  \n ']) {
+      const res = await send({ ...base, text });
+      t.equal(res.status, 202);
+      t.match((await app.request<Detail>('GET', `/emails/${res.body.id}`, { key })).body.text, /Hello there/, JSON.stringify(text));
+    }
+    const textOnly = await send({ from: base.from, to: base.to, subject: 'Blank', text: ' ' });
+    t.equal((await app.request<Detail>('GET', `/emails/${textOnly.body.id}`, { key })).body.text, ' ', 'without html a text is kept as given');
+  });
+
   t.test('POST /emails/send is the same operation', async (t) => {
     const res = await app.request<{ id: string }>('POST', '/emails/send', { body: base, key });
     t.equal(res.status, 202);

@@ -6,7 +6,8 @@ import t from 'tap';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { PassThrough } from 'node:stream';
 import { simpleParser } from 'mailparser';
-import { buildSync, composeMessage, htmlToText, type ComposeInput } from '../../src/mta/compose.js';
+import { buildSync, composeMessage, composerOptions, htmlToText, textPartOf, unstructuredHeader, type ComposeInput } from '../../src/mta/compose.js';
+import libmime from 'libmime';
 
 const base: ComposeInput = {
   from: { name: 'Bench', address: 'news@sender.test' },
@@ -24,19 +25,7 @@ const base: ComposeInput = {
 
 /** The tree composeMessage builds, for both serialisers. */
 function tree(input: ComposeInput) {
-  return new MailComposer({
-    from: input.from,
-    to: input.to,
-    cc: input.cc.length ? input.cc : undefined,
-    replyTo: input.replyTo.length ? input.replyTo : undefined,
-    subject: input.subject,
-    html: input.html,
-    text: input.text ?? (input.html !== undefined ? htmlToText(input.html) : undefined),
-    headers: input.headers,
-    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
-    messageId: input.messageId,
-    date: input.date,
-  }).compile();
+  return new MailComposer(composerOptions(input)).compile();
 }
 
 const longLine = 'word '.repeat(60) + 'end';
@@ -61,6 +50,7 @@ const cases: Record<string, Partial<ComposeInput>> = {
       { filename: 'report 2026 ü.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF-1.4 fake') },
     ],
   },
+  longTokens: { subject: 's'.repeat(998), headers: { 'X-Token': 't'.repeat(1024), 'X-Mixed': `Grüße ${'m'.repeat(1000)}` } },
   bigBase64: { attachments: [{ filename: 'big.bin', contentType: 'application/octet-stream', content: Buffer.alloc(200_000, 7) }] },
 };
 
@@ -90,4 +80,54 @@ t.test('content it cannot write synchronously is left to build()', async (t) => 
   t.equal(buildSync(stream), undefined, 'stream content');
   const raw = await composeMessage({ ...base, html: `<p>${'x'.repeat(70 * 1024)}</p>` });
   t.match(raw.toString('latin1'), /Content-Type: text\/html/, 'composeMessage still builds it');
+});
+
+// A template that renders an empty (or blank) text beside its html must not send an html-only message nor an
+// empty alternative: the text part is derived as if none was given (SpamAssassin scored the former
+// MIME_HTML_ONLY + HTML_MIME_NO_HTML_TAG, the latter MPART_ALT_DIFF).
+for (const text of ['', '   ', '\r\n\n\t']) {
+  t.test(`html with the text ${JSON.stringify(text)}: multipart/alternative with the derived text part`, async (t) => {
+    const html = '<p>Hello Bob, the <a href="https://acme.test/x">report</a> is ready.</p>';
+    const raw = (await composeMessage({ ...base, html, text })).toString('latin1');
+    const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    t.match(head, /^Content-Type: multipart\/alternative;/m, 'the message is multipart/alternative');
+    const parsed = await simpleParser(raw);
+    t.equal(parsed.text?.trimEnd(), 'Hello Bob, the report [https://acme.test/x] is ready.', 'the text part is derived from the html');
+    t.equal(parsed.text?.trimEnd(), htmlToText(html).trimEnd());
+    t.match(parsed.html, /<p>Hello Bob/);
+  });
+}
+
+t.test('a text with content is kept as given, also beside html; text without html is never derived', async (t) => {
+  t.equal(textPartOf({ html: '<p>Rich</p>', text: ' plain ' }), ' plain ');
+  t.equal(textPartOf({ html: undefined, text: '' }), '');
+  t.equal(textPartOf({ html: undefined, text: undefined }), undefined);
+  t.equal(textPartOf({ html: '<p>Rich</p>', text: undefined }), 'Rich');
+});
+
+// RFC 5322 §2.1.1: no line over 998 characters. MailComposer folds only at whitespace, so a subject (up to 998
+// characters in the API) or an X- header value (up to 1,024) without any went out on one longer line; such a
+// value is now written as encoded words, which decode to the same text.
+t.test('a subject or X- header with a run of ~1,000 characters and no space: every line within 998, same text', async (t) => {
+  const input: ComposeInput = {
+    ...base,
+    subject: 's'.repeat(998),
+    headers: { 'X-Token': 't'.repeat(1024), 'X-Mixed': `Grüße ${'m'.repeat(1000)}`, 'X-Words': 'word '.repeat(200).trim(), 'List-Id': '<news.sender.test>' },
+  };
+  const raw = (await composeMessage(input)).toString('utf8');
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+  t.same(head.split('\r\n').filter((l) => l.length > 998).map((l) => `${l.length}: ${l.slice(0, 30)}`), [], 'no header line over 998');
+  t.same(head.split('\r\n').filter((l) => l.length > 78).map((l) => `${l.length}: ${l.slice(0, 30)}`), [], 'nor over 78, for that matter');
+  const field = (name: string) => head.match(new RegExp(`^${name}:((?:.*)(?:\r\n[ \t].*)*)`, 'mi'))![1]!.replace(/\r\n[ \t]/g, ' ').trim();
+  const parsed = await simpleParser(raw);
+  t.equal(parsed.subject, input.subject, 'the subject decodes to itself');
+  for (const name of ['X-Token', 'X-Mixed', 'X-Words']) t.equal(libmime.decodeWords(field(name)), input.headers[name], `${name} decodes to itself`);
+  t.equal(field('X-Words'), input.headers['X-Words'], 'a long value with spaces is only folded, not encoded');
+  t.equal(field('List-Id'), '<news.sender.test>');
+});
+
+t.test('unstructuredHeader: values that fit are left to MailComposer as they are', async (t) => {
+  t.equal(unstructuredHeader('Subject', 'a'.repeat(989)), 'a'.repeat(989), 'Subject: and 989 characters is 998');
+  t.type(unstructuredHeader('Subject', 'a'.repeat(990)), 'object', 'one more is encoded');
+  t.equal(unstructuredHeader('X-A', `${'a '.repeat(600)}`), 'a '.repeat(600));
 });
