@@ -37,51 +37,53 @@ export function decodeHeaderBytes(bytes: Buffer): string {
   return bytes.toString('latin1').replace(/[\x80-\x9f]/g, (c) => CP1252_80_9F[c.charCodeAt(0) - 0x80]!);
 }
 
-/** A header block's text, each field (its line and the folded lines after it) decoded on its own. */
-function decodeFields(block: Buffer): string {
-  let text = '';
-  let i = 0;
-  while (i < block.length) {
-    let next = lineEnd(block, i);
-    while (next < block.length && (block[next] === 0x20 || block[next] === 0x09)) next = lineEnd(block, next);
-    text += decodeHeaderBytes(block.subarray(i, next));
-    i = next;
-  }
-  return text;
+/** One header field: lower-cased name, unfolded value (encoded words kept), and where its lines are. */
+export interface HeaderField {
+  key: string;
+  /** Unfolded and trimmed, decoded by decodeHeaderBytes. */
+  value: string;
+  /** Byte offsets of the field's original lines (final line end included) in the message: IMAP's
+   * HEADER.FIELDS answers these bytes as they are, 8-bit bytes that are not UTF-8 included. */
+  rawStart: number;
+  rawEnd: number;
 }
 
-function lineEnd(block: Buffer, from: number): number {
-  const nl = block.indexOf(0x0a, from);
-  return nl === -1 ? block.length : nl + 1;
+/**
+ * The header fields in `raw[start, end)`, read on the bytes: a field is its line and the folded lines after
+ * it, decoded as one (decodeHeaderBytes). A line without a colon is skipped with its folded lines; reading
+ * stops at the end given (callers pass the header block's).
+ */
+export function readHeaderFields(raw: Buffer, start = 0, end = raw.length): HeaderField[] {
+  const out: HeaderField[] = [];
+  const lineEnd = (from: number) => {
+    const nl = raw.indexOf(0x0a, from);
+    return nl === -1 || nl >= end ? end : nl + 1;
+  };
+  let i = start;
+  while (i < end) {
+    let next = lineEnd(i);
+    while (next < end && (raw[next] === 0x20 || raw[next] === 0x09)) next = lineEnd(next);
+    const [line, ...folded] = decodeHeaderBytes(raw.subarray(i, next)).replace(/\r?\n$/, '').split('\n');
+    const colon = line!.indexOf(':');
+    if (colon > 0) {
+      let value = line!.slice(colon + 1).trim();
+      for (const l of folded) value += ' ' + l.trim();
+      out.push({ key: line!.slice(0, colon).trim().toLowerCase(), value, rawStart: i, rawEnd: next });
+    }
+    i = next;
+  }
+  return out;
 }
 
 /** Parses a header block (string or raw message) into unfolded fields. Malformed lines are skipped. */
 export function parseHeaders(input: Buffer | string): HeaderMap {
-  const block = typeof input === 'string' ? input : decodeFields(input.subarray(0, headerSize(input)));
+  const raw = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
   const map: HeaderMap = new Map();
-  let name: string | null = null;
-  let value = '';
-  const flush = () => {
-    if (name === null) return;
-    const list = map.get(name);
-    const v = value.trim();
-    if (list) list.push(v);
-    else map.set(name, [v]);
-    name = null;
-  };
-  for (const line of block.split(/\r?\n/)) {
-    if (line === '') break;
-    if (line[0] === ' ' || line[0] === '\t') {
-      if (name !== null) value += ' ' + line.trim();
-      continue;
-    }
-    flush();
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    name = line.slice(0, colon).trim().toLowerCase();
-    value = line.slice(colon + 1);
+  for (const { key, value } of readHeaderFields(raw, 0, headerSize(raw))) {
+    const list = map.get(key);
+    if (list) list.push(value);
+    else map.set(key, [value]);
   }
-  flush();
   return map;
 }
 

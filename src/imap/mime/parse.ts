@@ -2,18 +2,9 @@
 // unfolded for reading and kept raw for HEADER.FIELDS. Enough for ENVELOPE, BODYSTRUCTURE, BODY[section]
 // and SEARCH; it never throws on malformed input (a broken multipart becomes an opaque part).
 import libmime from 'libmime';
-import { decodeHeaderBytes } from '../../mailstore/headers.js';
+import { readHeaderFields, type HeaderField } from '../../mailstore/headers.js';
 
-export interface HeaderField {
-  /** Lower-cased name. */
-  key: string;
-  /** Unfolded value, raw (encoded words kept), decoded from the bytes as UTF-8, or as Windows-1252 when they are not UTF-8. */
-  value: string;
-  /** Byte offsets of the field's original lines (final line end included) in the message: HEADER.FIELDS
-   * answers these bytes as they are, 8-bit bytes that are not UTF-8 (Latin-1 subjects) included. */
-  rawStart: number;
-  rawEnd: number;
-}
+export type { HeaderField } from '../../mailstore/headers.js';
 
 export interface ContentType {
   type: string;
@@ -60,33 +51,8 @@ function findHeaderEnd(raw: Buffer, start: number, end: number): { headerEnd: nu
   return { headerEnd: end, bodyStart: end };
 }
 
-/**
- * The header fields in `raw[start, end)`, read on the bytes: a field is its line and the folded lines after
- * it, decoded as one (UTF-8, or Windows-1252 when its bytes are not UTF-8: the store's `decodeHeaderBytes`, so
- * ENVELOPE, SEARCH and BODYSTRUCTURE parameters read a field as the store's summary does). A line without a
- * colon is skipped with its folded lines.
- */
-export function parseHeaderBlock(raw: Buffer, start = 0, end = raw.length): HeaderField[] {
-  const out: HeaderField[] = [];
-  const lineEnd = (from: number) => {
-    const nl = raw.indexOf(0x0a, from);
-    return nl === -1 || nl >= end ? end : nl + 1;
-  };
-  let i = start;
-  while (i < end) {
-    let next = lineEnd(i);
-    while (next < end && (raw[next] === 0x20 || raw[next] === 0x09)) next = lineEnd(next);
-    const [line, ...folded] = decodeHeaderBytes(raw.subarray(i, next)).replace(/\r?\n$/, '').split('\n');
-    const colon = line!.indexOf(':');
-    if (colon > 0) {
-      let value = line!.slice(colon + 1).trim();
-      for (const l of folded) value += ' ' + l.trim();
-      out.push({ key: line!.slice(0, colon).trim().toLowerCase(), value, rawStart: i, rawEnd: next });
-    }
-    i = next;
-  }
-  return out;
-}
+/** The header fields of a MIME node, read as the store reads them (so ENVELOPE, SEARCH and the summary agree). */
+export const parseHeaderBlock = readHeaderFields;
 
 export function parseContentType(value: string | null, fallback: string): ContentType {
   const parsed = libmime.parseHeaderValue(value ?? fallback);
