@@ -86,6 +86,7 @@ type HeaderValue = string | { prepared: boolean; value: string };
  * words instead, which fold; decoders give back the same text. Any other value is left to MailComposer.
  */
 export function unstructuredHeader(name: string, value: string): HeaderValue {
+  if (name.length + 2 + value.length <= MAX_LINE) return value; // fits whole: the common case, no scan
   // The longest line MailComposer can make: the name, ': ' and the run (or a space and the run, when folded).
   let run = 0;
   let longest = 0;

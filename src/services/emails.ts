@@ -9,7 +9,7 @@ import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/addres
 import { newPublicId } from '../core/ids.js';
 import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
-import { htmlToText, inferContentType, textGiven } from '../mta/compose.js';
+import { htmlToText, inferContentType, textGiven, textPartOf } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
 import { Batcher, insertRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
@@ -354,7 +354,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       subject: input.subject ?? '',
       html: input.html ?? null,
       // Derived once, here, so the stored email shows exactly the text part that is sent.
-      text: item.text !== undefined ? item.text : (textGiven(input) ?? (input.html !== undefined ? htmlToText(input.html) : null)),
+      text: item.text !== undefined ? item.text : (textPartOf(input) ?? null),
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',
