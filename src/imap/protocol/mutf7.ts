@@ -33,32 +33,12 @@ export function decodeMailboxName(name: string): string {
   });
 }
 
-const MODIFIED_BASE64 = /^[A-Za-z0-9+,]+$/;
-
 /**
- * Whether `raw` (a mailbox name as sent) is modified UTF-7 that decodes back to itself once encoded again
- * (RFC 3501 §5.1.3): printable US-ASCII but `&` as itself, `&-` for `&`, and `&…-` shifts in modified BASE64
- * holding only what may not be written as itself. A name with raw 8-bit or control characters (a client
- * sending UTF-8 without UTF8=ACCEPT) is not: created as is, it would be listed under another spelling.
+ * Whether `raw` (a mailbox name as sent) is modified UTF-7 in its one spelling (RFC 3501 §5.1.3): decoded and
+ * encoded again it is itself. That refuses raw 8-bit or control characters (a client sending UTF-8 without
+ * UTF8=ACCEPT), an unterminated or malformed shift, printable ASCII inside a shift and split shifts: created as
+ * sent, any of these would be listed under another spelling.
  */
 export function isModifiedUtf7(raw: string): boolean {
-  for (let i = 0; i < raw.length; i++) {
-    const code = raw.charCodeAt(i);
-    if (code < 0x20 || code > 0x7e) return false;
-    if (raw[i] !== '&') continue;
-    const end = raw.indexOf('-', i + 1);
-    if (end < 0) return false;
-    const b64 = raw.slice(i + 1, end);
-    if (b64 !== '') {
-      if (!MODIFIED_BASE64.test(b64) || b64.length % 4 === 1) return false;
-      const bytes = Buffer.from(b64.replace(/,/g, '/'), 'base64');
-      if (bytes.length % 2 !== 0) return false;
-      for (let j = 0; j < bytes.length; j += 2) {
-        const unit = bytes.readUInt16BE(j);
-        if (unit >= 0x20 && unit <= 0x7e) return false; // printable ASCII must stand for itself
-      }
-    }
-    i = end;
-  }
   return encodeMailboxName(decodeMailboxName(raw)) === raw;
 }
