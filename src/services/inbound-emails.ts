@@ -8,7 +8,7 @@ import { notFound } from '../core/errors.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { eventRow, recordEvents } from '../events/recorder.js';
 import { plainTextOf } from '../mta/html-scan.js';
-import type { LocalDomain } from './inbound-routing.js';
+import type { HostDomain, LocalDomain } from './inbound-routing.js';
 
 export interface AuthSummary {
   spf: string;
@@ -139,7 +139,7 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
 }
 
 export interface NewInbound {
-  domain: LocalDomain;
+  domain: LocalDomain | HostDomain;
   mailFrom: string;
   rcptTo: string[];
   mailboxIds: number[];

@@ -44,9 +44,19 @@ export function reservedAddress(address: string): string | null {
   return null;
 }
 
+/**
+ * Where the box's own postmaster's mail is kept when no domain the box serves covers its host name: the
+ * operator's team (the first one, made at bootstrap), under the host name with no domain record.
+ */
+export interface HostDomain {
+  id: null;
+  teamId: string;
+  name: string;
+}
+
 export type RecipientRoute =
   | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; accounts: MailboxAccount[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
-  | { kind: 'webhook'; address: string; domain: LocalDomain }
+  | { kind: 'webhook'; address: string; domain: LocalDomain | HostDomain }
   | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
   | { kind: 'dmarc'; address: string; domain: LocalDomain };
 
@@ -88,7 +98,7 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
   if (at <= 0) return { kind: 'unknown_user' };
   const local = address.slice(0, at);
   const domain = await findLocalDomain(ctx, address.slice(at + 1));
-  if (!domain) return { kind: 'not_local' };
+  if (!domain) return local.toLowerCase() === POSTMASTER ? hostPostmaster(ctx, address) : { kind: 'not_local' };
   const emailPublicId = emailIdFromReturnPath(address);
   if (emailPublicId) return { kind: 'feedback', address, domain, emailPublicId };
   if (local.toLowerCase() === DMARC_RUA_LOCAL_PART) return { kind: 'dmarc', address, domain };
@@ -109,13 +119,21 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
 
 /**
  * The bare `postmaster` (RFC 5321 §4.5.1, no domain): the postmaster of the box's host name, or of the
- * nearest parent domain the box serves (mail.example.com → example.com).
+ * nearest parent domain the box serves (mail.example.com → example.com), or else the box's own.
  */
 async function resolvePostmaster(ctx: AppContext, store: MailStore | null): Promise<RecipientRoute | Refusal> {
   const labels = ctx.config.hostname.toLowerCase().split('.');
   for (let i = 0; i < labels.length - 1; i++) {
-    const route = await resolveRecipient(ctx, store, `${POSTMASTER}@${labels.slice(i).join('.')}`);
-    if (route.kind !== 'not_local') return route;
+    const domain = labels.slice(i).join('.');
+    if (await findLocalDomain(ctx, domain)) return resolveRecipient(ctx, store, `${POSTMASTER}@${domain}`);
   }
-  return { kind: 'unknown_user' };
+  return hostPostmaster(ctx, `${POSTMASTER}@${labels.join('.')}`);
+}
+
+/** `postmaster@<MAIL_HOSTNAME>` when the box serves no domain of that name (RFC 5321 §4.5.1 MUST). */
+async function hostPostmaster(ctx: AppContext, address: string): Promise<RecipientRoute | Refusal> {
+  const hostname = ctx.config.hostname.toLowerCase();
+  if (address.slice(address.lastIndexOf('@') + 1).toLowerCase() !== hostname) return { kind: 'not_local' };
+  const team = await readsOf(ctx.db)<{ id: string }>('teams').orderBy([{ column: 'created_at' }, { column: 'id' }]).first('id');
+  return team ? { kind: 'webhook', address, domain: { id: null, teamId: team.id, name: hostname } } : { kind: 'unknown_user' };
 }

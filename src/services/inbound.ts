@@ -16,7 +16,7 @@ import type { DmarcAggregateReport } from './dmarc-reports.js';
 import { storeDmarcReport } from './dmarc-reports.js';
 import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } from './feedback.js';
 import { insertInbound, parseInbound, type AuthSummary } from './inbound-emails.js';
-import type { LocalDomain, RecipientRoute } from './inbound-routing.js';
+import type { HostDomain, LocalDomain, RecipientRoute } from './inbound-routing.js';
 import { headerSize } from '../mailstore/index.js';
 
 export interface InboundClient {
@@ -135,13 +135,13 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const stored = Buffer.concat([trace, stripOwnAuthResults(message.raw, hostname)]);
 
     // 1. Mailboxes (the store commits its own transaction; filters decided per mailbox).
-    const webhook = new Map<string, { domain: LocalDomain; rcpt: string[]; mailboxIds: number[] }>();
+    const webhook = new Map<string, { domain: LocalDomain | HostDomain; rcpt: string[]; mailboxIds: number[] }>();
     for (const r of message.routes) {
       if (r.kind !== 'webhook' && !(r.kind === 'mailbox' && r.alsoWebhook)) continue;
-      const entry = webhook.get(r.domain.id) ?? { domain: r.domain, rcpt: [], mailboxIds: [] };
+      const entry = webhook.get(r.domain.name) ?? { domain: r.domain, rcpt: [], mailboxIds: [] };
       entry.rcpt.push(r.address);
       if (r.kind === 'mailbox') entry.mailboxIds.push(...r.mailboxIds);
-      webhook.set(r.domain.id, entry);
+      webhook.set(r.domain.name, entry);
     }
     // Parsed before anything is stored: a message that cannot be parsed is refused (451) before a mailbox
     // copy exists, so the sender's retry does not store a second one.

@@ -74,6 +74,19 @@ t.test('MX listener', async (t) => {
     t.match(replies[5], /^250/, 'a webhook-routed domain accepts any address');
   });
 
+  t.test('postmaster (RFC 5321 4.5.1) with no domain covering the host name: the box\'s own, kept for the first team', async (t) => {
+    const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', 'RCPT TO:<Postmaster>', 'RCPT TO:<postmaster@MX.appliance.test>', 'RCPT TO:<root@mx.appliance.test>', 'QUIT']);
+    t.match(replies[3], /^250/, 'the bare postmaster');
+    t.match(replies[4], /^250/, 'postmaster at the host name');
+    t.match(replies[5], /^550 5\.7\.1/, 'no other address at the host name');
+    const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['postmaster'] }, buildMessage({ from: 'a@nodmarc.example', to: 'postmaster', subject: 'To the box' }), { plain: true });
+    t.equal(res.code, 250, res.response);
+    const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=mx.appliance.test');
+    t.same(list.body.data.map((d) => d.subject), ['To the box'], 'an inbound email under the host name');
+    const got = await app.request<InboundView>('GET', `/inbound/${list.body.data[0]!.id}`);
+    t.same(got.body.envelope.rcpt_to, ['postmaster@mx.appliance.test'], 'the bare postmaster qualified with the host name');
+  });
+
   t.test('postmaster (RFC 5321 4.5.1): accepted for every verified domain, bare or qualified, kept as an inbound email', async (t) => {
     await addVerifiedDomain(app, dns, 'appliance.test'); // the parent of the box's host name, mx.appliance.test
     const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', 'RCPT TO:<postmaster@closed.example>', 'RCPT TO:<postmaster>', 'RCPT TO:<PostMaster@elsewhere.example>', 'QUIT']);
