@@ -12,6 +12,7 @@ import type MimeNode from 'nodemailer/lib/mime-node';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { plainTextOf } from './html-scan.js';
 import { renderHtmlText } from './html-text.js';
+import { headerFolds, isUnstructuredHeader } from '../core/header-lines.js';
 import { randomHex } from '../core/ids.js';
 
 export interface Mailbox {
@@ -74,28 +75,17 @@ export function textGiven(input: { html?: string | undefined; text?: string | un
   return input.html === undefined || (input.text !== undefined && /\S/.test(input.text)) ? input.text : undefined;
 }
 
-/** RFC 5322 §2.1.1: a line MUST be at most 998 characters, CRLF excluded. */
-const MAX_LINE = 998;
-
 type HeaderValue = string | { prepared: boolean; value: string };
 
 /**
- * An unstructured header (Subject, an X- header) as MailComposer should write it. MailComposer folds only at
- * whitespace, so a run of 997 characters without any (a token, a long URL; the API allows subjects of 998
- * and header values of 1,024) went out on a line over 998. Such a value is written as RFC 2047 encoded
- * words instead, which fold; decoders give back the same text. Any other value is left to MailComposer.
+ * An unstructured header (Subject, Comments, an X- header) as MailComposer should write it. MailComposer
+ * folds only at whitespace, so a run of 997 characters without any (a token, a long URL; the API allows
+ * subjects of 998 and header values of 1,024) went out on a line over 998. Such a value is written as
+ * RFC 2047 encoded words instead, which fold; decoders give back the same text. Any other value is left to
+ * MailComposer. (A structured header that would not fold is refused by the API's schema.)
  */
 export function unstructuredHeader(name: string, value: string): HeaderValue {
-  if (name.length + 2 + value.length <= MAX_LINE) return value; // fits whole: the common case, no scan
-  // The longest line MailComposer can make: the name, ': ' and the run (or a space and the run, when folded).
-  let run = 0;
-  let longest = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    run = c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d ? 0 : run + 1;
-    if (run > longest) longest = run;
-  }
-  if (name.length + 2 + longest <= MAX_LINE) return value;
+  if (headerFolds(name, value)) return value;
   const folded = foldLines(`${name}: ${encodeWord(value, 'Q', 52)}`, 76);
   return { prepared: true, value: folded.slice(name.length + 2) };
 }
@@ -103,7 +93,7 @@ export function unstructuredHeader(name: string, value: string): HeaderValue {
 /** The message's Subject and custom headers as MailComposer takes them. */
 function headersOf(input: Pick<ComposeInput, 'subject' | 'headers'>): Record<string, HeaderValue> {
   const headers: Record<string, HeaderValue> = {};
-  for (const [name, value] of Object.entries(input.headers)) headers[name] = /^x-/i.test(name) ? unstructuredHeader(name, value) : value;
+  for (const [name, value] of Object.entries(input.headers)) headers[name] = isUnstructuredHeader(name) ? unstructuredHeader(name, value) : value;
   const subject = unstructuredHeader('Subject', input.subject);
   if (typeof subject !== 'string') headers.Subject = subject;
   return headers;

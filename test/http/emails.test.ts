@@ -109,6 +109,8 @@ t.test('emails in test mode', async (t) => {
       [{ ...base, tags: ['x'.repeat(65)] }, /tags\.0: must be at most 64 characters/],
       [{ ...base, headers: { 'X-Long': 'v'.repeat(1025) } }, /headers\.X-Long: must be at most 1,024 characters/],
       [{ ...base, headers: { From: 'evil@x.example' } }, /headers\.From/],
+      // A structured field cannot be folded inside a token (RFC 5322 §2.1.1: 998 characters a line).
+      [{ ...base, headers: { 'List-Unsubscribe': `<mailto:u@send.example>, <https://send.example/u/${'a'.repeat(960)}>` } }, /^headers\.List-Unsubscribe: has a run without spaces too long for one header line/],
       [{ ...base, headers: { 'X Bad': '1' } }, /^headers\.X Bad: header names must be printable ASCII without colons$/],
       [{ ...base, attachments: Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: 'YQ==' })) }, /attachments: must contain at most 10 attachments/],
       [{ ...base, attachments: [{ filename: 'a.txt', content: 'not*base64' }] }, /attachments\.0\.content: must be base64/],

@@ -3,6 +3,7 @@
 // the service's and answer 422.
 import { z } from 'zod';
 import { parseMailbox } from '../../core/address.js';
+import { headerFolds, isUnstructuredHeader } from '../../core/header-lines.js';
 import { EMAIL_STATUSES } from '../../services/email-status.js';
 
 const mailbox = z
@@ -38,6 +39,9 @@ const headers = z
     for (const name of Object.keys(h)) {
       if (RESERVED_HEADERS.has(name.toLowerCase())) {
         zctx.addIssue({ code: 'custom', path: [name], message: 'is set by the service and cannot be given as a custom header' });
+      } else if (!isUnstructuredHeader(name) && !headerFolds(name, h[name]!)) {
+        // A structured field (a URL list, message ids) cannot be folded inside a token, nor encoded.
+        zctx.addIssue({ code: 'custom', path: [name], message: 'has a run without spaces too long for one header line (RFC 5322: 998 characters with its name)' });
       }
     }
   });
