@@ -30,22 +30,57 @@ for (const [net, prefix] of [
   ['::1', 128],
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated by RFC 3879, still routed as private where configured)
   ['ff00::', 8], // multicast
+  ['64:ff9b:1::', 48], // NAT64 for local use (RFC 8215): translated to addresses of the operator's choosing
 ] as const)
   blocked.addSubnet(net, prefix, 'ipv6');
 
+/** The 16 bytes of an IPv6 address (`isIP(ip) === 6`), a trailing dotted quad and a zone id allowed. */
+function ipv6Bytes(ip: string): number[] {
+  let text = ip.replace(/%.*$/, '');
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
+  const groups = (part: string | undefined) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
+  const left = groups(head);
+  const right = groups(tail);
+  const all = tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  return all.flatMap((g) => [g >> 8, g & 0xff]);
+}
+
+/**
+ * The IPv4 address an IPv6 address leads to, when it carries one: IPv4-mapped and IPv4-compatible (::/96,
+ * RFC 4291 §2.5.5), NAT64's well-known prefix (64:ff9b::/96, RFC 6052: a NAT64 gateway translates it to the
+ * IPv4 address) and 6to4 (2002::/16, RFC 3056).
+ */
+function embeddedIPv4(ip: string): string | null {
+  const b = ipv6Bytes(ip);
+  const v4 = (at: number) => b.slice(at, at + 4).join('.');
+  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  if (zero(0, 10) && ((b[10] === 0xff && b[11] === 0xff) || (b[10] === 0 && b[11] === 0))) return v4(12);
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return v4(12);
+  if (b[0] === 0x20 && b[1] === 0x02) return v4(2);
+  return null;
+}
+
 /** Loopback, private, link-local, multicast or otherwise not a public unicast address. */
 export function isPrivateAddress(ip: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return isPrivateAddress(mapped[1]!);
   const family = isIP(ip);
   if (family === 4) return blocked.check(ip, 'ipv4');
-  if (family === 6) return blocked.check(ip, 'ipv6');
+  if (family === 6) {
+    if (blocked.check(ip, 'ipv6')) return true;
+    const inner = embeddedIPv4(ip);
+    return inner !== null && isPrivateAddress(inner);
+  }
   return true;
 }
 
-/** Host of a URL without IPv6 brackets. */
-export const urlHost = (u: URL) => u.hostname.replace(/^\[|\]$/g, '');
+/** Host of a URL without IPv6 brackets, and without the trailing dot of a fully qualified name (`localhost.`). */
+export const urlHost = (u: URL) => u.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '');
 
 const LOCAL_NAMES = /(^|\.)(localhost|local|internal|localdomain)$/i;
 
@@ -151,6 +186,12 @@ export function postWebhook(req: WebhookRequest): Promise<WebhookResponse> {
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         if (text.length < RESPONSE_BODY_LIMIT) text += chunk;
+        if (text.length >= RESPONSE_BODY_LIMIT) {
+          // The answer is the status line; what we keep of the body is in. The rest is not read: a body
+          // that goes on (or trickles) past the deadline must not turn a 2xx into a failed attempt.
+          finish({ statusCode: res.statusCode ?? null, body: text });
+          res.destroy();
+        }
       });
       res.on('end', () => finish({ statusCode: res.statusCode ?? null, body: text }));
       res.on('error', () => finish({ statusCode: res.statusCode ?? null, body: text }));

@@ -127,9 +127,14 @@ interface Answered {
 export class WebhookSender {
   readonly slots: EndpointSlots;
   private answered: Batcher<Answered, void> | undefined;
+  /**
+   * Keep-alive agents with no cap of their own per host: EndpointSlots limits each endpoint. A per-host cap
+   * would be shared by every endpoint on that host (many customers' endpoints on one webhook platform), so a
+   * slow one would hold the others' requests in the agent's queue, their deadlines running.
+   */
   readonly agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
-    https: new https.Agent({ keepAlive: true, maxSockets: ENDPOINT_CONCURRENCY }),
+    http: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
+    https: new https.Agent({ keepAlive: true, maxSockets: Infinity }),
   };
 
   constructor(readonly timeoutMs = WEBHOOK_TIMEOUT_MS, slots = new EndpointSlots()) {

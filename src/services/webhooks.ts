@@ -253,15 +253,17 @@ export async function replayDelivery(ctx: AppContext, teamId: string, id: string
 
 /**
  * Queues a replay of the endpoint's failed deliveries (retries exhausted, or dropped when it was disabled),
- * oldest first, at most `limit`; never a delivered, rejected (406) or still pending one. Each goes back to
- * pending with one attempt queued, so a second call does not pick it again.
+ * oldest first, at most `limit`; never a delivered (now or ever before), rejected (406) or still pending one.
+ * Each goes back to pending with one attempt queued, so a second call does not pick it again.
  */
 export async function batchReplay(ctx: AppContext, teamId: string, id: string, input: BatchReplayInput): Promise<{ replayed: number; remaining: number }> {
   const limit = input.limit ?? DEFAULT_BATCH_REPLAY;
   return ctx.db.transaction(async (trx) => {
     const hook = await findRow(trx, teamId, id);
     const at = ctx.clock.now();
-    const base = trx<DeliveryRow>('webhook_deliveries').where({ webhook_id: hook.id, status: 'failed' });
+    // Failed and never delivered: a delivery that succeeded once and then failed a manual replay is failed
+    // too, but the spec's batch replay never re-sends an already-succeeded delivery.
+    const base = trx<DeliveryRow>('webhook_deliveries').where({ webhook_id: hook.id, status: 'failed' }).whereNull('delivered_at');
     if (input.withinMinutes !== undefined) base.andWhere('created_at', '>=', new Date(at.getTime() - input.withinMinutes * MINUTE).toISOString());
     if (input.eventType !== undefined) base.andWhere('event_type', input.eventType);
     const ids = ((await base.clone().orderBy('id', 'asc').limit(limit).select('id')) as Array<{ id: number }>).map((r) => r.id);

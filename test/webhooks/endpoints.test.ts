@@ -138,6 +138,21 @@ t.test('address policy: private targets refused at creation and at delivery unle
   t.match(tested.body.delivery, { statusCode: null, responseBody: /refused/ }, 'the test event is refused too');
 });
 
+t.test('address policy: local names with a trailing dot, and IPv6 forms that carry a private IPv4 address', async (t) => {
+  // NAT64 (RFC 6052, RFC 8215), IPv4-compatible (RFC 4291 §2.5.5.1) and 6to4 (RFC 3056) addresses lead to
+  // the IPv4 address inside them (a NAT64 gateway translates 64:ff9b::a00:5 to 10.0.0.5).
+  const privateForms = ['64:ff9b::7f00:1', '64:ff9b::10.0.0.5', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '::7f00:1', '::10.0.0.5', '2002:a00:5::1', '2002:c0a8:101::', '2002:7f00:1::', 'fec0::1'];
+  t.same(privateForms.filter((ip) => !isPrivateAddress(ip)), [], 'private IPv4 addresses inside IPv6 ones');
+  t.notOk(['64:ff9b::808:808', '2002:808:808::1', '2606:4700::1111', '2001:db8::1'].some(isPrivateAddress), 'public ones stay public');
+
+  const app = await startTestApp(t, { config: { webhookAllowPrivate: false } });
+  for (const url of ['http://localhost./', 'http://LOCALHOST../x', 'http://api.internal./', 'http://printer.local./', 'http://[64:ff9b::a00:5]/', 'http://[::127.0.0.1]/', 'http://[2002:7f00:1::]/']) {
+    const r = await app.request<{ error: string; code: string }>('POST', '/webhooks', { body: { url, events: ['domain.updated'] } });
+    t.equal(r.status, 400, `${url} refused`);
+    t.match(r.body, { code: 'invalid_request', error: /^url: must not point at a loopback, private or link-local address/ });
+  }
+});
+
 t.test('configuration: MAIL_WEBHOOK_ALLOW_PRIVATE and MAIL_WEBHOOK_TIMEOUT_MS', async (t) => {
   const { loadConfig, ConfigError } = await import('../../src/config.js');
   const base = { MAIL_HOSTNAME: 'mx.example.test' };

@@ -135,6 +135,21 @@ t.test('batch replay: failed deliveries only, oldest first, limit, filters, rema
   t.equal(bodyOf(receiver, e4!.id).length, 1, 'the delivered one was never replayed');
 });
 
+t.test('batch replay never re-sends a delivery that succeeded, even after a manual replay of it failed', async (t) => {
+  const { app, receiver, hook, fire, list } = await setup(t);
+  await fire(); // delivered
+  const [delivered] = await list();
+  t.match(delivered, { status: 'delivered', attempts: 1 });
+  receiver.answer = 500;
+  const replayed = await app.request<{ delivery: Delivery }>('POST', `/webhooks/${hook.id}/deliveries/${delivered!.id}/replay`);
+  t.match(replayed.body.delivery, { statusCode: 500, attempts: 2, deliveredAt: delivered!.deliveredAt }, 'the manual replay failed');
+  receiver.answer = 200;
+  const batch = await app.request<{ replayed: number; remaining: number }>('POST', `/webhooks/${hook.id}/deliveries/batch-replay`, { body: {} });
+  t.same([batch.body.replayed, batch.body.remaining], [0, 0], 'spec: already-succeeded deliveries are never re-sent');
+  await drain(app);
+  t.equal(bodyOf(receiver, delivered!.id).length, 2, 'sent once, and once by hand');
+});
+
 t.test('batch replay of more than the limit reports what remains', async (t) => {
   const { app, receiver, hook, fire } = await setup(t);
   receiver.answer = 500;
