@@ -9,11 +9,13 @@
 // MAIL_CHANGES_WINDOW_MS of changes; older ones are pruned by the same job. A session whose cursor is older
 // than what is kept resynchronises from the messages (`syncChanges` answers null); CONDSTORE's CHANGEDSINCE
 // reads the messages' own MODSEQ, and QRESYNC (which would need old expunges) is not offered.
+// The team's other logs follow its email retention: the event log (GET /events), webhook deliveries (but
+// one still pending) and inbound emails with their attachments, by the same job, 200 rows a transaction.
 import type { AppContext } from '../context.js';
 import { DAY, HOUR } from '../core/clock.js';
 import type { JobOutcome } from '../jobs/queue.js';
 import { CHANGE_PRUNE_BATCH } from '../mailstore/index.js';
-import { PLANS } from '../config.js';
+import { PLANS, type Plan } from '../config.js';
 import { PLAN_LIMITS } from './limits.js';
 
 export const RETENTION_JOB = 'limits.retention';
@@ -29,9 +31,14 @@ export const MAIL_CHANGES_WINDOW_MS = 7 * DAY;
 const purgeCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAILBOX_PURGE_GRACE_MS);
 const changesCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAIL_CHANGES_WINDOW_MS);
 
-/** Enqueues the retention job when some email has expired, a deleted mailbox is due or old mail store changes are kept (the dedupe key keeps one at a time). True when it did. */
+/** Enqueues the retention job when some email or log row has expired, a deleted mailbox is due or old mail store changes are kept (the dedupe key keeps one at a time). True when it did. */
 export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
-  if ((await expiredEmailIds(ctx, 1)).length === 0 && !(await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx))) && !(await ctx.mailstore.hasChangesBefore(changesCutoff(ctx)))) return false;
+  const due =
+    (await expiredEmailIds(ctx, 1)).length > 0 ||
+    (await expiredLogRows(ctx, 1)).length > 0 ||
+    (await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx))) ||
+    (await ctx.mailstore.hasChangesBefore(changesCutoff(ctx)));
+  if (!due) return false;
   return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
 }
 
@@ -71,15 +78,64 @@ export async function deleteExpiredEmails(ctx: AppContext, limit = RETENTION_BAT
   return ids.length;
 }
 
+/** A team's log, kept as long as its plan keeps emails; `owner` is the column naming the team or its webhook. */
+const TEAM_LOGS = [
+  { table: 'events', owner: 'team_id' },
+  { table: 'inbound_emails', owner: 'team_id' }, // its attachments go with it (ON DELETE CASCADE)
+  { table: 'webhook_deliveries', owner: 'webhook_id' },
+] as const;
+
+type LogRows = { table: (typeof TEAM_LOGS)[number]['table']; ids: number[] };
+
+/**
+ * At most `limit` expired rows of the teams' logs, oldest first per owner. Ids grow with `created_at`, so
+ * each owner's first rows by id (its index) are read and filtered: never a scan of a long log for rows
+ * that are not there.
+ */
+async function expiredLogRows(ctx: AppContext, limit: number): Promise<LogRows[]> {
+  const now = ctx.clock.now().getTime();
+  const found: LogRows[] = [];
+  let left = limit;
+  const teams = await ctx.db('teams').select<Array<{ id: string; plan: string }>>('id', 'plan');
+  for (const team of teams) {
+    const days = PLAN_LIMITS[team.plan as Plan]?.retentionDays ?? Infinity;
+    if (!Number.isFinite(days)) continue;
+    const cutoff = new Date(now - days * DAY).toISOString();
+    const webhookIds = (await ctx.db('webhooks').where({ team_id: team.id }).select<Array<{ id: number }>>('id')).map((w) => w.id);
+    for (const log of TEAM_LOGS) {
+      for (const owner of log.owner === 'team_id' ? [team.id] : webhookIds) {
+        if (left <= 0) return found;
+        const rows = await ctx.db(log.table).where(log.owner, owner).orderBy('id').limit(left).select<Array<{ id: number; created_at: string; status?: string }>>(log.table === 'webhook_deliveries' ? ['id', 'created_at', 'status'] : ['id', 'created_at']);
+        const ids = rows.filter((r) => r.created_at < cutoff && r.status !== 'pending').map((r) => r.id);
+        if (ids.length > 0) found.push({ table: log.table, ids });
+        left -= ids.length;
+      }
+    }
+  }
+  return found;
+}
+
+/** Deletes at most `limit` expired log rows (events, webhook deliveries, inbound emails), one transaction; returns how many. */
+export async function deleteExpiredLogs(ctx: AppContext, limit = RETENTION_BATCH): Promise<number> {
+  const found = await expiredLogRows(ctx, limit);
+  if (found.length === 0) return 0;
+  await ctx.db.transaction(async (trx) => {
+    for (const { table, ids } of found) await trx(table).whereIn('id', ids).delete();
+  });
+  return found.reduce((n, f) => n + f.ids.length, 0);
+}
+
 /** The job handler: one batch; again at once after a full one, done after a short one. */
 export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
   const deleted = await deleteExpiredEmails(ctx);
   if (deleted > 0) ctx.log.info({ deleted }, 'retention: deleted expired emails');
+  const logs = await deleteExpiredLogs(ctx);
+  if (logs > 0) ctx.log.info({ deleted: logs }, 'retention: deleted expired events, webhook deliveries and inbound emails');
   const purged = await ctx.mailstore.purgeDeletedAccounts(purgeCutoff(ctx), MAILBOX_PURGE_BATCH);
   if (purged > 0) ctx.log.info({ purged }, 'retention: purged deleted mailboxes');
   const pruned = await ctx.mailstore.pruneChanges(changesCutoff(ctx));
   if (pruned > 0) ctx.log.info({ pruned }, 'retention: pruned mail store changes');
-  if (deleted >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= CHANGE_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
+  if (deleted >= RETENTION_BATCH || logs >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= CHANGE_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
 }
 
 /** The hourly wake-up of a running appliance; returns a stop function. */

@@ -95,6 +95,7 @@ async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw badRequest('url: must be an http or https URL');
   if (url.username || url.password) throw badRequest('url: must not contain credentials');
+  if (url.port === '0') throw badRequest('url: port 0 cannot be connected to');
   if (!ctx.config.webhookAllowPrivate) {
     try {
       await checkWebhookHost(ctx.dns, url);

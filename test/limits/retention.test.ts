@@ -150,3 +150,39 @@ t.test('a deleted mailbox keeps its messages for 30 days, then the retention job
   t.same(await ctx.db('mail_blobs'), [], 'and their sources');
   t.equal(await scheduleRetention(ctx), false);
 });
+
+t.test('the event log, webhook deliveries and inbound emails follow the plan\'s retention', async (t) => {
+  const app = await startTestApp(t);
+  const ctx = app.appliance.ctx;
+  const free = await createOtherTeam(app, 'free');
+  const enterprise = await createOtherTeam(app, 'enterprise');
+  const seed = async (teamId: string, at: string) => {
+    await ctx.db('events').insert({ team_id: teamId, type: 'email.sent', data: '{}', created_at: at });
+    const [webhookId] = (await ctx.db('webhooks').insert({ team_id: teamId, url: 'https://hooks.example/x', events: '["email.sent"]', active: false, secret_sealed: 'x', created_at: at, updated_at: at })) as [number];
+    for (const status of ['delivered', 'failed', 'pending']) {
+      await ctx.db('webhook_deliveries').insert({ webhook_id: webhookId, event_type: 'email.sent', payload: '{}', status, created_at: at });
+    }
+    const [inboundId] = (await ctx.db('inbound_emails').insert({
+      team_id: teamId, domain: 'in.example', mail_from: 'a@b.example', rcpt_to: '[]', from_header: 'a@b.example', to_addrs: '[]', cc_addrs: '[]',
+      reply_to: '[]', subject: 's', headers: '[]', auth: '{}', mailbox_ids: '[]', raw: Buffer.from('x'), size: 1, created_at: at,
+    })) as [number];
+    await ctx.db('inbound_attachments').insert({ inbound_email_id: inboundId, position: 0, content_type: 'text/plain', size: 1, content: Buffer.from('x') });
+  };
+  const counts = async (teamId: string) => ({
+    events: (await ctx.db('events').where({ team_id: teamId })).length,
+    deliveries: (await ctx.db('webhook_deliveries as d').join('webhooks as w', 'w.id', 'd.webhook_id').where('w.team_id', teamId).select('d.status')).map((r: { status: string }) => r.status).sort(),
+    inbound: (await ctx.db('inbound_emails').where({ team_id: teamId })).length,
+  });
+  const t0 = app.clock.now().getTime();
+  await seed(free.teamId, new Date(t0).toISOString());
+  await seed(enterprise.teamId, new Date(t0).toISOString());
+  await seed(free.teamId, new Date(t0 + 10 * DAY).toISOString()); // newer: still kept on day 15
+  app.clock.set(t0 + 14 * DAY - MINUTE);
+  t.equal(await scheduleRetention(ctx), false, 'nothing expired a minute before 14 days');
+  app.clock.set(t0 + 15 * DAY);
+  t.equal(await scheduleRetention(ctx), true);
+  await ctx.jobs.drain();
+  t.same(await counts(free.teamId), { events: 1, deliveries: ['delivered', 'failed', 'pending', 'pending'], inbound: 1 }, 'Free: the 15-day-old rows are gone but a pending delivery');
+  t.same(await counts(enterprise.teamId), { events: 1, deliveries: ['delivered', 'failed', 'pending'], inbound: 1 }, 'Enterprise keeps everything');
+  t.equal((await ctx.db('inbound_attachments')).length, 2, 'the expired inbound email\'s attachment went with it');
+});

@@ -64,6 +64,7 @@ t.test('validation', async (t) => {
   t.same(await bad({ url: 'https://h.example', events: 'email.sent' }), { error: 'events: must be an array of event types', code: 'invalid_request' });
   t.same(await bad({ url: 'ftp://h.example/x', events: ['email.sent'] }), { error: 'url: must be an http or https URL', code: 'invalid_request' });
   t.same(await bad({ url: 'not a url', events: ['email.sent'] }), { error: 'url: must be an http or https URL', code: 'invalid_request' });
+  t.same(await bad({ url: 'http://h.example:0/x', events: ['email.sent'] }), { error: 'url: port 0 cannot be connected to', code: 'invalid_request' });
   t.same(await bad({ url: 'https://u:p@h.example/', events: ['email.sent'] }), { error: 'url: must not contain credentials', code: 'invalid_request' });
   t.equal((await app.request('POST', '/webhooks', { raw: '{"url":' })).status, 400, 'malformed JSON');
   const ok = await app.request('POST', '/webhooks', { body: { url: 'https://h.example', events: [...EVENT_TYPES] } });
