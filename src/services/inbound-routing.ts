@@ -98,7 +98,10 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
   if (at <= 0) return { kind: 'unknown_user' };
   const local = address.slice(0, at);
   const domain = await findLocalDomain(ctx, address.slice(at + 1));
-  if (!domain) return local.toLowerCase() === POSTMASTER ? hostPostmaster(ctx, address) : { kind: 'not_local' };
+  // The box's own postmaster, unless a team has verified the host name as its domain (an unverified claim
+  // to it must not take the box's postmaster away).
+  if (local.toLowerCase() === POSTMASTER && !domain?.verified && isHostname(ctx, address.slice(at + 1))) return hostPostmaster(ctx, address);
+  if (!domain) return { kind: 'not_local' };
   const emailPublicId = emailIdFromReturnPath(address);
   if (emailPublicId) return { kind: 'feedback', address, domain, emailPublicId };
   if (local.toLowerCase() === DMARC_RUA_LOCAL_PART) return { kind: 'dmarc', address, domain };
@@ -125,15 +128,17 @@ async function resolvePostmaster(ctx: AppContext, store: MailStore | null): Prom
   const labels = ctx.config.hostname.toLowerCase().split('.');
   for (let i = 0; i < labels.length - 1; i++) {
     const domain = labels.slice(i).join('.');
-    if (await findLocalDomain(ctx, domain)) return resolveRecipient(ctx, store, `${POSTMASTER}@${domain}`);
+    if ((await findLocalDomain(ctx, domain))?.verified) return resolveRecipient(ctx, store, `${POSTMASTER}@${domain}`);
   }
   return hostPostmaster(ctx, `${POSTMASTER}@${labels.join('.')}`);
 }
 
-/** `postmaster@<MAIL_HOSTNAME>` when the box serves no domain of that name (RFC 5321 §4.5.1 MUST). */
+const isHostname = (ctx: AppContext, domain: string) => domain.toLowerCase() === ctx.config.hostname.toLowerCase();
+
+/** `postmaster@<MAIL_HOSTNAME>` when no team has verified a domain of that name (RFC 5321 §4.5.1 MUST). */
 async function hostPostmaster(ctx: AppContext, address: string): Promise<RecipientRoute | Refusal> {
   const hostname = ctx.config.hostname.toLowerCase();
-  if (address.slice(address.lastIndexOf('@') + 1).toLowerCase() !== hostname) return { kind: 'not_local' };
-  const team = await readsOf(ctx.db)<{ id: string }>('teams').orderBy([{ column: 'created_at' }, { column: 'id' }]).first('id');
+  // The first team made (SQLite's rowid: insertion order), the bootstrap's.
+  const team = await readsOf(ctx.db)<{ id: string }>('teams').orderBy('rowid').first('id');
   return team ? { kind: 'webhook', address, domain: { id: null, teamId: team.id, name: hostname } } : { kind: 'unknown_user' };
 }

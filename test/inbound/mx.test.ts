@@ -6,6 +6,7 @@ import net from 'node:net';
 import { addInboundDomain, buildMessage, publishSender, smtpSend, startInbound, until } from './support.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
+import { createOtherTeam } from '../helpers/app.js';
 
 interface InboundView {
   id: number;
@@ -75,10 +76,13 @@ t.test('MX listener', async (t) => {
   });
 
   t.test('postmaster (RFC 5321 4.5.1) with no domain covering the host name: the box\'s own, kept for the first team', async (t) => {
+    const other = await createOtherTeam(app, 'pro');
+    const claim = await app.request('POST', '/domains', { key: other.apiKey, body: { name: 'mx.appliance.test' } });
+    t.equal(claim.status, 201, 'another team adds the host name (unverified): it does not take the postmaster away');
     const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', 'RCPT TO:<Postmaster>', 'RCPT TO:<postmaster@MX.appliance.test>', 'RCPT TO:<root@mx.appliance.test>', 'QUIT']);
     t.match(replies[3], /^250/, 'the bare postmaster');
     t.match(replies[4], /^250/, 'postmaster at the host name');
-    t.match(replies[5], /^550 5\.7\.1/, 'no other address at the host name');
+    t.match(replies[5], /^550 5\.1\.1/, 'no other address at the host name (the other team\'s unverified domain has no mailboxes)');
     const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['postmaster'] }, buildMessage({ from: 'a@nodmarc.example', to: 'postmaster', subject: 'To the box' }), { plain: true });
     t.equal(res.code, 250, res.response);
     const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=mx.appliance.test');
