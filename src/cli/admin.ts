@@ -6,7 +6,7 @@ import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
 import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission } from '../services/api-keys.js';
-import { createTeamWithKey, getTeam, listTeams, setTeamPlan } from '../services/teams.js';
+import { createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/teams.js';
 import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/quotas.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
@@ -21,6 +21,11 @@ export const USAGE = `usage: npm run -s admin -- <command>
   keys list --team TEAM_ID`;
 
 class UsageError extends Error {}
+
+/** A team as every command shows it: the id is `team_id`, as in `--team TEAM_ID` and the usage and hold answers. */
+function teamView(team: Team): { team_id: string; name: string; plan: Plan; owner_email: string; created_at: string } {
+  return { team_id: team.id, name: team.name, plan: team.plan, owner_email: team.owner_email, created_at: team.created_at };
+}
 
 type Flags = Record<string, string>;
 
@@ -68,13 +73,13 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
         plan: oneOf<Plan>(required(flags, 'plan'), PLANS, 'plan'),
         ownerEmail: owner,
       });
-      return { team_id: team.id, name: team.name, plan: team.plan, owner_email: team.owner_email, created_at: team.created_at, key_id: issued.key.id, api_key: issued.token };
+      return { ...teamView(team), key_id: issued.key.id, api_key: issued.token };
     }
     case 'teams list':
-      return listTeams(ctx);
+      return (await listTeams(ctx)).map(teamView);
     case 'teams set-plan': {
       const team = await setTeamPlan(ctx, required(flags, 'team'), oneOf<Plan>(required(flags, 'plan'), PLANS, 'plan'));
-      return { team_id: team.id, name: team.name, plan: team.plan };
+      return teamView(team);
     }
     case 'teams usage': {
       const month = flags.month;

@@ -3,6 +3,7 @@
 //   "to.0: must be a valid email address"
 import { z } from 'zod';
 import { badRequest } from './errors.js';
+import { normaliseAddress } from './address.js';
 
 type Input = unknown;
 
@@ -55,5 +56,17 @@ export function parseQuery<S extends z.ZodType>(schema: S, input: Record<string,
 }
 
 // Shared field rules.
+/**
+ * An address as the send path and the aliases take it: an internationalised domain (`bücher.example`) is
+ * accepted and written in its ASCII form (`xn--bcher-kva.example`), as domain names are everywhere on the box.
+ */
 export const emailAddress = () =>
-  z.string({ error: 'must be a valid email address' }).trim().pipe(z.email({ error: 'must be a valid email address' }));
+  z
+    .string({ error: 'must be a valid email address' })
+    .trim()
+    .transform((v, zctx) => {
+      const normal = normaliseAddress(v);
+      if (normal) return normal;
+      zctx.addIssue({ code: 'custom', message: 'must be a valid email address' });
+      return z.NEVER;
+    });

@@ -16,6 +16,10 @@ const ERROR_RESPONSES: Record<string, string> = {
   '422': 'Well-formed but cannot be processed (unprocessable_entity)',
 };
 
+/** Spec, Versioning: "The interface description carries the version `1.0`" (the interface's, not the software's). */
+export const API_VERSION = '1.0';
+
+/** `version`: the appliance's own version, given as `x-appliance-version` beside the interface's. */
 export function buildOpenApi(routes: Route[], version: string): Json {
   const registry = z.registry<{ id?: string }>();
   const schema = (s: z.ZodType, io: 'input' | 'output'): Json => {
@@ -61,7 +65,7 @@ export function buildOpenApi(routes: Route[], version: string): Json {
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Mail appliance API', version },
+    info: { title: 'Mail appliance API', version: API_VERSION, 'x-appliance-version': version },
     servers: [{ url: '/' }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key: sk_live_… or sk_test_…' } },

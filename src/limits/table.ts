@@ -104,7 +104,8 @@ export const EDGE_SEND_PATHS: readonly string[] = ['/emails/send', '/emails/batc
 export const EDGE_REFILL_UNIT_MS = SECOND;
 
 export function edgeBucketFor(method: string, path: string): EdgeBucket {
-  return method === 'POST' && EDGE_SEND_PATHS.includes(path.replace(/\/+$/, '')) ? EDGE_SEND : EDGE_OTHER;
+  // As the router matches them: any case, with or without a trailing slash (`POST /Emails/Send/` sends too).
+  return method === 'POST' && EDGE_SEND_PATHS.includes(path.replace(/\/+$/, '').toLowerCase()) ? EDGE_SEND : EDGE_OTHER;
 }
 
 // ---- 3. Sending quotas ----

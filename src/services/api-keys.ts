@@ -157,8 +157,13 @@ export async function rotateApiKey(ctx: AppContext, teamId: string, id: string, 
   );
 }
 
-export async function deleteApiKey(ctx: AppContext, teamId: string, id: string): Promise<void> {
-  await findKey(ctx.db, teamId, id);
+/**
+ * `callerMode`: the mode of the key asking. A test-mode key revokes only test-mode keys: like the rule for
+ * issuing, a test key handed to CI or staging must not be able to take the team's live keys away.
+ */
+export async function deleteApiKey(ctx: AppContext, teamId: string, id: string, callerMode?: KeyMode): Promise<void> {
+  const row = await findKey(ctx.db, teamId, id);
+  if (callerMode === 'test' && row.mode !== 'test') throw forbidden('A test-mode API key can only revoke test-mode keys');
   await ctx.apiKeyChanges.after(ctx.db('api_keys').where({ team_id: teamId, id }).delete());
 }
 

@@ -12,6 +12,7 @@ import { recordEvent } from '../events/recorder.js';
 import { limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
 import type { InboundMode } from './inbound-routing.js';
+import type { KeyMode } from './api-keys.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -185,7 +186,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
       if (await trx('domains').where({ name }).first('id')) throw conflict(`Domain '${name}' already exists`);
       const cap = limitsFor(team.plan).domains;
       const [{ n }] = (await trx('domains').where('team_id', teamId).count({ n: '*' })) as [{ n: number }];
-      if (Number(n) >= cap) throw forbidden(`Domain limit reached: the ${team.plan} plan allows ${cap} domains`);
+      if (Number(n) >= cap) throw forbidden(`Domain limit reached: the ${team.plan} plan allows ${cap} domain${cap === 1 ? '' : 's'}`);
       const row: DomainRow = {
         id,
         team_id: teamId,
@@ -249,7 +250,17 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
   }));
 }
 
-export async function deleteDomain(ctx: AppContext, teamId: string, id: string): Promise<void> {
+/**
+ * `callerMode`: the mode of the key asking (the admin CLI and internal callers pass none). A domain has no mode:
+ * it signs and receives the team's live mail too, and deleting it takes its DKIM key with it (publishing a new
+ * one means a DNS change). A test-mode key, the kind handed to CI and staging, may add and verify domains for
+ * its test sends but not delete one, as it may not revoke or issue live keys.
+ */
+export async function deleteDomain(ctx: AppContext, teamId: string, id: string, callerMode?: KeyMode): Promise<void> {
+  if (callerMode === 'test') {
+    await findRow(ctx.db, teamId, id); // another team's domain stays a 404
+    throw forbidden('A test-mode API key cannot delete domains: a domain serves live sending too');
+  }
   // A domain with live mailboxes is not deleted: its mailboxes and all their mail would go with it, at once
   // (a mailbox deleted on its own is kept 30 days). As mail servers do, they are to be deleted first.
   const { name } = await findRow(ctx.db, teamId, id);

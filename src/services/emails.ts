@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
-import { AppError, badRequest, conflict, notFound, unprocessable } from '../core/errors.js';
+import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
 import { DAY } from '../core/clock.js';
@@ -427,6 +427,13 @@ export interface Reader {
   teamId: string;
   apiKeyId: string;
   ownOnly: boolean;
+  /** The caller's key mode: a test-mode key reads live emails but neither cancels nor reschedules one. */
+  mode?: KeyMode | undefined;
+}
+
+/** A test key (CI, staging) must not change what live sending does, as it may not issue or revoke live keys. */
+function mayChange(reader: Reader, e: EmailRow, action: string): void {
+  if (reader.mode === 'test' && e.mode !== 'test') throw forbidden(`A test-mode API key can only ${action} test-mode emails`);
 }
 
 async function findEmail(q: Queryable, reader: Reader, publicId: string): Promise<EmailRow> {
@@ -587,6 +594,7 @@ function notWaiting(e: EmailRow, action: string): AppError {
 export async function rescheduleEmail(ctx: AppContext, reader: Reader, publicId: string, scheduledAt: string): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const e = await findEmail(trx, reader, publicId);
+    mayChange(reader, e, 'reschedule');
     const at = ctx.clock.now();
     const when = new Date(scheduledAt);
     const runAt = when.getTime() > at.getTime() ? when : at;
@@ -601,6 +609,7 @@ export async function rescheduleEmail(ctx: AppContext, reader: Reader, publicId:
 export async function cancelEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const e = await findEmail(trx, reader, publicId);
+    mayChange(reader, e, 'cancel');
     if (e.status !== 'queued' || e.job_id === null || !(await ctx.jobs.cancel(trx, e.job_id))) throw notWaiting(e, 'cancelled');
     const at = ctx.clock.now();
     const pending = await trx<RecipientRow>('email_recipients').where('email_id', e.id).select('id', 'status');

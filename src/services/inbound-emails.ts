@@ -9,6 +9,7 @@ import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { eventRow, recordEvents } from '../events/recorder.js';
 import { plainTextOf } from '../mta/html-scan.js';
 import type { HostDomain, LocalDomain } from './inbound-routing.js';
+import { normaliseDomainName } from './domains.js';
 
 export interface AuthSummary {
   spf: string;
@@ -266,7 +267,11 @@ export async function getInboundAttachments(ctx: AppContext, teamId: string, id:
 export async function listInbound(ctx: AppContext, teamId: string, filter: { domain?: string | undefined }, paging: PageRequest): Promise<Page<InboundListItem>> {
   const reads = readsOf(ctx.db);
   const q = reads<InboundRow>('inbound_emails').where('team_id', teamId);
-  if (filter.domain !== undefined) q.andWhere('domain', filter.domain.trim().toLowerCase().replace(/\.$/, ''));
+  if (filter.domain !== undefined) {
+    // The name as domains are stored (case, trailing dot, IDN to punycode: `bücher.example` finds
+    // `xn--bcher-kva.example`); a name that is no valid domain (a one-label host name) is compared as given.
+    q.andWhere('domain', normaliseDomainName(filter.domain) ?? filter.domain.trim().toLowerCase().replace(/\.$/, ''));
+  }
   const [{ n }] = (await q.clone().count({ n: '*' })) as [{ n: number }];
   const rows = await q
     .clone()

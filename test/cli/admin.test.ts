@@ -118,16 +118,19 @@ t.test('teams and keys through the CLI, then over HTTP', async (t) => {
   t.match(team, { name: 'Acme', plan: 'pro', owner_email: 'a@b.test' });
   t.type(team.key_id, 'string');
 
-  const teams = json<Array<{ id: string; name: string; plan: string; owner_email: string }>>(t, await admin(dir, 'teams', 'list'), 'teams list');
+  const teams = json<Array<{ team_id: string; name: string; plan: string; owner_email: string; created_at: string }>>(t, await admin(dir, 'teams', 'list'), 'teams list');
   t.ok(Array.isArray(teams));
   t.equal(teams.length, 1);
-  t.match(teams[0], { id: team.team_id, name: 'Acme', plan: 'pro', owner_email: 'a@b.test' });
+  // Every command names a team's id `team_id` (as `--team TEAM_ID`, teams create, usage and hold do).
+  t.same(teams[0], { team_id: team.team_id, name: 'Acme', plan: 'pro', owner_email: 'a@b.test', created_at: team.created_at }, 'the team as teams create showed it');
   t.notOk(JSON.stringify(teams).includes(team.api_key), 'no key values in the team list');
 
   const second = json<CreatedTeam>(t, await admin(dir, 'teams', 'create', '--name=Beta', '--plan=free', '--owner=ops@beta.test'), '--flag=value form');
   t.match(second, { name: 'Beta', plan: 'free' });
-  const two = json<Array<{ id: string }>>(t, await admin(dir, 'teams', 'list'), 'teams list with two');
-  t.same(new Set(two.map((x) => x.id)), new Set([team.team_id, second.team_id]));
+  const two = json<Array<{ team_id: string }>>(t, await admin(dir, 'teams', 'list'), 'teams list with two');
+  t.same(new Set(two.map((x) => x.team_id)), new Set([team.team_id, second.team_id]));
+  const planned = json<Record<string, unknown>>(t, await admin(dir, 'teams', 'set-plan', '--team', second.team_id, '--plan', 'starter'), 'teams set-plan');
+  t.same(planned, { team_id: second.team_id, name: 'Beta', plan: 'starter', owner_email: 'ops@beta.test', created_at: second.created_at }, 'set-plan answers the same team shape');
 
   const key = json<CreatedKey>(
     t,
@@ -248,9 +251,9 @@ t.test('npm run -s admin -- teams list works (compiled through scripts/launch.mj
   t.equal(r.code, 0, `exit 0 (stderr: ${r.stderr})`);
   // npm itself may warn on stderr (e.g. about user config); stdout must be exactly the JSON answer.
   t.match(r.stdout, /^[^\n]+\n$/, 'exactly one line on stdout');
-  const teams = JSON.parse(r.stdout) as Array<{ id: string; name: string; plan: string }>;
+  const teams = JSON.parse(r.stdout) as Array<{ team_id: string; name: string; plan: string }>;
   t.same(
-    teams.map((x) => [x.id, x.name, x.plan]),
+    teams.map((x) => [x.team_id, x.name, x.plan]),
     [[made.team_id, 'Npm', 'starter']],
   );
 });

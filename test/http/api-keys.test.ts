@@ -410,6 +410,24 @@ t.test('a test-mode full_access key manages and reads', async (t) => {
   t.equal((await createKey(app, { name: 'by-live', permission: 'sending_access', mode: 'live' })).status, 201, 'a live key creates live keys');
 });
 
+t.test('a test-mode key revokes only test-mode keys', async (t) => {
+  const app = await startTestApp(t);
+  const key = (await createKey(app, { name: 'ci', permission: 'full_access', mode: 'test' })).body.token;
+  const live = (await createKey(app, { name: 'production', permission: 'sending_access' })).body;
+  const refused = await app.request('DELETE', `/api-keys/${live.id}`, { key });
+  t.equal(refused.status, 403, 'a leaked CI key cannot take the live keys away');
+  t.same(refused.body, { error: 'A test-mode API key can only revoke test-mode keys', code: 'forbidden' });
+  t.equal((await app.request('GET', '/emails', { key: live.token })).status, 200, 'the live key still works');
+  const bootstrap = (await app.request<KeyList>('GET', '/api-keys')).body.keys.find((k) => k.mode === 'live' && k.permission === 'full_access')!;
+  t.equal((await app.request('DELETE', `/api-keys/${bootstrap.id}`, { key })).status, 403, 'nor the full_access live key');
+  t.equal((await app.request('GET', '/api-keys')).status, 200);
+
+  const other = (await createKey(app, { name: 'staging', permission: 'sending_access', mode: 'test' }, key)).body;
+  t.same((await app.request('DELETE', `/api-keys/${other.id}`, { key })).body, { success: true }, 'it revokes a test key');
+  t.equal((await app.request('DELETE', '/api-keys/nope', { key })).status, 404, 'an unknown id stays 404');
+  t.equal((await app.request('DELETE', `/api-keys/${live.id}`)).status, 200, 'a live key revokes a live key');
+});
+
 t.test('bad credentials: 401 Invalid API key with a Bearer challenge', async (t) => {
   const app = await startTestApp(t);
   const made = (await createKey(app, { name: 'x', permission: 'full_access' })).body.token;

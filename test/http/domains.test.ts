@@ -285,6 +285,7 @@ t.test('sending domains', async (t) => {
     t.equal(res.body.code, 'forbidden');
     t.match(res.body.error, /free/);
     t.match(res.body.error, /\b1\b/, 'the message names the limit');
+    t.equal(res.body.error, 'Domain limit reached: the free plan allows 1 domain', 'in the singular for one');
     const list = await req<{ domains: Domain[] }>('GET', '/domains', { key: free.apiKey });
     t.same(
       list.body.domains.map((d) => d.id),
@@ -505,6 +506,25 @@ t.test('sending domains', async (t) => {
     t.equal((await req('GET', `/domains/${theirs.id}`)).status, 404);
     t.equal((await req('DELETE', `/domains/${theirs.id}`)).status, 404);
     t.equal((await req('GET', `/domains/${theirs.id}`, { key })).status, 200);
+  });
+
+  t.test('a test-mode key adds and verifies domains but cannot delete one (it serves live sending too)', async (t) => {
+    const made = await req<{ token: string }>('POST', '/api-keys', { body: { name: 'ci', permission: 'full_access', mode: 'test' } });
+    t.equal(made.status, 201);
+    const key = made.body.token;
+    const live = await create(uniqueName('live-domain'));
+    const del = await req<ErrorBody>('DELETE', `/domains/${live.id}`, { key });
+    t.equal(del.status, 403);
+    t.same(del.body, { error: 'A test-mode API key cannot delete domains: a domain serves live sending too', code: 'forbidden' });
+    t.equal((await req('GET', `/domains/${live.id}`)).status, 200, 'the domain is still there');
+    t.same((await events('domain.deleted')).filter((e) => e.data.id === live.id), [], 'no domain.deleted event');
+
+    const own = await req<Domain>('POST', '/domains', { body: { name: uniqueName('by-test-key') }, key });
+    t.equal(own.status, 201, 'it adds a domain');
+    t.equal((await req('POST', `/domains/${own.body.id}/verify`, { key })).status, 200, 'and verifies it');
+    t.equal((await req('DELETE', `/domains/${own.body.id}`, { key })).status, 403, 'but does not delete it');
+    t.equal((await req('DELETE', '/domains/00000000-0000-4000-8000-000000000000', { key })).status, 404, 'an unknown id stays 404');
+    t.equal((await req('DELETE', `/domains/${own.body.id}`)).status, 200, 'a live key deletes it');
   });
 
   t.test('a sending_access key gets 403 on every domain endpoint', async (t) => {

@@ -26,7 +26,7 @@ t.test('past a cap: 403', async (t) => {
     for (let i = 0; i < domains; i++) t.equal((await app.request('POST', '/domains', { key: apiKey, body: { name: `d${i}.${plan}.example` } })).status, 201);
     const domain = await app.request('POST', '/domains', { key: apiKey, body: { name: `over.${plan}.example` } });
     t.equal(domain.status, 403, `${plan}: domain ${domains + 1}`);
-    t.same(domain.body, { error: `Domain limit reached: the ${plan} plan allows ${domains} domains`, code: 'forbidden' });
+    t.same(domain.body, { error: `Domain limit reached: the ${plan} plan allows ${domains} domain${domains === 1 ? '' : 's'}`, code: 'forbidden' });
     for (let i = 1; i < keys; i++) t.equal((await app.request('POST', '/api-keys', { key: apiKey, body: { name: `k${i}`, permission: 'sending_access' } })).status, 201);
     const key = await app.request('POST', '/api-keys', { key: apiKey, body: { name: 'over', permission: 'sending_access' } });
     t.equal(key.status, 403, `${plan}: key ${keys + 1}`);

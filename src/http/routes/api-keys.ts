@@ -50,7 +50,7 @@ export const apiKeyRoutes = [
     access: 'full_access',
     response: Success,
     async handle({ app, principal, params }) {
-      await deleteApiKey(app, principal.teamId, params.id!);
+      await deleteApiKey(app, principal.teamId, params.id!, principal.mode);
       return { success: true };
     },
   }),

@@ -61,7 +61,7 @@ export const domainRoutes = [
     access: 'full_access',
     response: Success,
     async handle({ app, principal, params }) {
-      await deleteDomain(app, principal.teamId, params.id!);
+      await deleteDomain(app, principal.teamId, params.id!, principal.mode);
       return { success: true };
     },
   }),

@@ -3,16 +3,24 @@ import { defineRoute } from '../route.js';
 import { paged, Success } from '../schemas/common.js';
 import { Email, EmailEvent, EmailListQuery, Reschedule, SendBatch, SendEmail } from '../schemas/emails.js';
 import { parsePaging } from '../../core/paging.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, badRequest } from '../../core/errors.js';
 import type { Principal } from '../../services/api-keys.js';
 import { previewEmail, spamPreview } from '../../services/email-preview.js';
 import { cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, sendEmails, type Reader, type Sender } from '../../services/emails.js';
 
 const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: p.keyId, mode: p.mode });
-/** sending_access keys read back only the emails they sent themselves. */
-const reader = (p: Principal): Reader => ({ teamId: p.teamId, apiKeyId: p.keyId, ownOnly: p.permission !== 'full_access' });
+/** sending_access keys read back only the emails they sent themselves; test-mode keys change only test-mode emails. */
+const reader = (p: Principal): Reader => ({ teamId: p.teamId, apiKeyId: p.keyId, ownOnly: p.permission !== 'full_access', mode: p.mode });
 
 const Accepted = z.object({ id: z.string().describe('em_… id') });
+
+/** The `Idempotency-Key` header of a single send, held to the body field's rule (1..256 characters). */
+export const MAX_IDEMPOTENCY_KEY = 256;
+function idempotencyHeader(value: string): string | undefined {
+  if (value === '') return undefined;
+  if (value.length > MAX_IDEMPOTENCY_KEY) throw badRequest(`Idempotency-Key: must be at most ${MAX_IDEMPOTENCY_KEY} characters`);
+  return value;
+}
 
 function sendRoute(path: string) {
   return defineRoute({
@@ -25,7 +33,7 @@ function sendRoute(path: string) {
     status: 202,
     response: Accepted,
     async handle({ app, principal, body, koa }) {
-      const key = body.idempotency_key ?? (koa.get('idempotency-key') || undefined);
+      const key = body.idempotency_key ?? idempotencyHeader(koa.get('idempotency-key'));
       const { id } = await sendEmail(app, sender(principal), { ...body, idempotency_key: key });
       return { id };
     },

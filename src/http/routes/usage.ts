@@ -5,7 +5,7 @@ import { PLANS } from '../../config.js';
 
 const UsageQuery = z.object({
   month: z
-    .string()
+    .string({ error: 'must be a month as YYYY-MM' })
     .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'must be a month as YYYY-MM')
     .optional(),
 });

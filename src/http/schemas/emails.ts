@@ -52,10 +52,10 @@ export const Attachment = z.object({
   filename: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(255, 'must be at most 255 characters'),
   content: z.string({ error: 'must be a base64 string' }).refine((v) => BASE64_RE.test(v), 'must be base64'),
   content_type: z
-    .string()
+    .string({ error: 'must be a MIME type such as application/pdf' })
     .regex(/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/, 'must be a MIME type such as application/pdf')
     .optional(),
-});
+}, { error: 'must be an object with filename and content' });
 
 export const SendEmail = z
   .object({
@@ -75,10 +75,12 @@ export const SendEmail = z
       .max(10, 'must contain at most 10 tags')
       .optional(),
     attachments: z.array(Attachment, { error: 'must be an array' }).max(10, 'must contain at most 10 attachments').optional(),
-    idempotency_key: z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional(),
+    idempotency_key: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional(),
     scheduled_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
-    template_id: z.string().min(1).optional(),
-    variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
+    template_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').optional(),
+    variables: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { error: 'must be a string, number or boolean' }).transform(String), { error: 'must be an object of variable values' })
+      .optional(),
   })
   .refine((v) => v.to.length > 0, { path: ['to'], message: 'must contain at least one address' })
   .refine((v) => v.html !== undefined || v.text !== undefined || v.template_id !== undefined, {
