@@ -25,6 +25,17 @@ export function normaliseAddress(input: string): string | null {
   return `${local}@${domain}`;
 }
 
+/**
+ * The address with its domain in ASCII (IDNA: `bücher.example` → `xn--bcher-kva.example`), the form domain
+ * names are stored in; the local part as given. An address without a domain, or one IDNA refuses, is unchanged.
+ */
+export function asciiDomainAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  const domain = domainToASCII(address.slice(at + 1));
+  return domain ? `${address.slice(0, at)}@${domain}` : address;
+}
+
 /** Parses `addr` or `Name <addr>` (the name may be quoted). Null when malformed. */
 export function parseMailbox(input: string): Mailbox | null {
   const s = input.trim();

@@ -12,6 +12,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
+import { asciiDomainAddress } from '../core/address.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
 import { MailboxFullError } from '../services/inbound-mailbox.js';
@@ -121,11 +122,11 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     if (tooBig) throw smtpError(MX_REPLIES.tooBig);
     const accepted: RecipientRoute[] = [];
     for (const a of session.envelope.rcptTo) {
-      const route = routes.get(a) ?? (await routeRecipient(ctx, opts.store, a.address));
+      const route = routes.get(a) ?? (await routeRecipient(ctx, opts.store, asciiDomainAddress(a.address)));
       if ('address' in route) accepted.push(route);
     }
     if (accepted.length === 0) throw smtpError(MX_REPLIES.noRecipients);
-    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const mailFrom = session.envelope.mailFrom ? asciiDomainAddress(session.envelope.mailFrom.address) : '';
     const result = await opts.receiver.receive({
       raw,
       mailFrom,
@@ -175,7 +176,8 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     },
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= limits.maxRecipients) return callback(smtpError(MX_REPLIES.tooManyRecipients));
-      routeRecipient(ctx, opts.store, address.address).then(
+      // smtp-server hands over the domain in Unicode (it decodes an xn-- name); the box keeps names in ASCII.
+      routeRecipient(ctx, opts.store, asciiDomainAddress(address.address)).then(
         (route) => {
           if (route.kind === 'not_local') return callback(smtpError(MX_REPLIES.relayDenied));
           if (route.kind === 'unknown_user') return callback(smtpError(MX_REPLIES.unknownUser));

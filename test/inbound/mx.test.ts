@@ -75,6 +75,19 @@ t.test('MX listener', async (t) => {
     t.match(replies[5], /^250/, 'a webhook-routed domain accepts any address');
   });
 
+  t.test('an IDN domain receives, its name given in ASCII or (SMTPUTF8) in Unicode: smtp-server decodes xn-- names', async (t) => {
+    await addInboundDomain(app, dns, 'bücher.example', 'webhook');
+    const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example> SMTPUTF8', 'RCPT TO:<info@xn--bcher-kva.example>', 'RCPT TO:<sales@Bücher.example>', 'QUIT']);
+    t.match(replies[3], /^250/, 'the ASCII form');
+    t.match(replies[4], /^250/, 'the Unicode form');
+    const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['info@xn--bcher-kva.example'] }, buildMessage({ from: 'a@nodmarc.example', to: 'info@xn--bcher-kva.example', subject: 'Für Bücher' }), { plain: true });
+    t.equal(res.code, 250, res.response);
+    const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=bücher.example');
+    t.same(list.body.data.map((d) => d.subject), ['Für Bücher'], 'an inbound email of the domain');
+    const got = await app.request<InboundView>('GET', `/inbound/${list.body.data[0]!.id}`);
+    t.same(got.body.envelope.rcpt_to, ['info@xn--bcher-kva.example'], 'the recipient as the box keeps names');
+  });
+
   t.test('postmaster (RFC 5321 4.5.1) with no domain covering the host name: the box\'s own, kept for the first team', async (t) => {
     const other = await createOtherTeam(app, 'pro');
     const claim = await app.request('POST', '/domains', { key: other.apiKey, body: { name: 'mx.appliance.test' } });
