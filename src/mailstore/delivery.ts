@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
 import { placeholders, type Tx } from '../db/index.js';
 import { normalizeFlags } from './flags.js';
-import { summarize } from './headers.js';
+import { summarize, withCrlfLineEnds } from './headers.js';
 import {
   announce,
   changeRow,
@@ -67,8 +67,9 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
     return outcome.copies;
   }
 
-  function prepare(raw: Buffer, internalDate: Date | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
-    if (raw.length === 0) throw new MailStoreError('Empty message', 'invalid');
+  function prepare(source: Buffer, internalDate: Date | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
+    if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
+    const raw = withCrlfLineEnds(source);
     return {
       blobId: createHash('sha256').update(raw).digest('hex'),
       raw,

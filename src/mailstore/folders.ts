@@ -93,8 +93,9 @@ export function createFolderOps(core: Core) {
       await inTx(async (trx, pending) => {
         const m = await loadMailbox(trx, mailboxId);
         const row = await requireRow(trx, mailboxId, p);
-        const children = await trx('mail_folders').where({ mailbox_id: mailboxId }).andWhereRaw('substr(path, 1, ?) = ?', [p.length + 1, p + FOLDER_DELIMITER]).first('id');
-        if (children) throw new MailStoreError(`Folder '${p}' has subfolders; delete them first`, 'invalid');
+        // Subfolders stay (RFC 3501 §6.3.4: DELETE removes no inferior names, and "it is permitted to delete a
+        // name that has inferior hierarchical names"); the name goes on as their \Noselect parent, as any
+        // parent that is no folder of its own.
         const messages = (await trx('mail_messages').where({ folder_id: row.id })) as MessageRow[];
         await removeMessages(trx, m, messages); // no expunge changes: the folder's `deleted` change says it all
         await trx('mail_folders').where({ id: row.id }).delete();

@@ -19,6 +19,32 @@ export function headerSize(raw: Buffer): number {
   return raw.length;
 }
 
+/**
+ * The message with every line ending CRLF (RFC 5322 §2.1): a bare LF or CR (an IMAP client's APPEND of a
+ * Unix file, an MX peer's bare-LF DATA) becomes CRLF. IMAP's RFC822.SIZE and POP3's LIST are the stored
+ * size, and POP3's RETR sends CRLF line ends, so a stored bare LF made LIST announce fewer octets than RETR
+ * sent (RFC 1939 §11: the size must count each line end as the two octets sent). The source itself when
+ * it has none.
+ */
+export function withCrlfLineEnds(raw: Buffer): Buffer {
+  let bare = false;
+  for (let i = raw.indexOf(0x0a); i !== -1; i = raw.indexOf(0x0a, i + 1)) {
+    if (i === 0 || raw[i - 1] !== 0x0d) {
+      bare = true;
+      break;
+    }
+  }
+  if (!bare) {
+    for (let i = raw.indexOf(0x0d); i !== -1; i = raw.indexOf(0x0d, i + 1)) {
+      if (raw[i + 1] !== 0x0a) {
+        bare = true;
+        break;
+      }
+    }
+  }
+  return bare ? Buffer.from(raw.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1') : raw;
+}
+
 // WHATWG windows-1252 for bytes 0x80–0x9F; every other byte is its own code point (Latin-1). Node's own
 // TextDecoder('windows-1252') decodes these 32 as Latin-1 since 20.18.3 (nodejs/node#60888), hence the table.
 const CP1252_80_9F =

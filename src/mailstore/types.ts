@@ -275,6 +275,7 @@ export interface MailStore {
 
   // Delivery: the raw source is stored once however many targets; one transaction for all targets.
   // Targets naming the same mailbox and folder twice are stored once (flags merged); a missing folder is created.
+  // Deliver and append store the source with CRLF line ends (a bare LF or CR becomes CRLF): sizes are the octets sent.
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
   // Folders
@@ -283,7 +284,7 @@ export interface MailStore {
   /** A folder by id (e.g. from a change or a StoredCopy), or null. */
   getFolderById(folderId: number): Promise<Folder | null>;
   createFolder(mailboxId: number, path: string): Promise<Folder>;
-  /** Deletes the folder and its messages; INBOX cannot be deleted. */
+  /** Deletes the folder and its messages, not its subfolders; INBOX cannot be deleted. */
   deleteFolder(mailboxId: number, path: string): Promise<void>;
   /** Renames a folder and its children; renaming INBOX moves its messages to the new folder and leaves INBOX empty (RFC 3501). */
   renameFolder(mailboxId: number, from: string, to: string): Promise<void>;

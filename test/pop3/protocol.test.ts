@@ -110,6 +110,11 @@ t.test('over raw sockets', async (t) => {
     t.match(first, /^\+OK \d+ octets$/);
     const body = (await c.block()).toString('latin1');
     t.equal(body, 'From: x@else.example\r\nSubject: Bare LF\r\n\r\n..leading dot\r\nnext\r\n...two dots\r\n', 'bare LF to CRLF, lines starting with "." get one more');
+    // RFC 1939 §11: the size counts each line end as the CRLF RETR sends (the message was delivered with bare
+    // LFs: LIST and STAT said 68 where RETR sent 74 octets, as for an IMAP APPEND of a Unix file).
+    const sent = Buffer.byteLength(body.replace(/^\./gm, ''), 'latin1');
+    t.equal(first, `+OK ${sent} octets`);
+    t.equal(await c.cmd('LIST 1'), `+OK 1 ${sent}`, 'LIST counts the octets RETR sends');
     const top = await c.multi('TOP 1 1');
     t.same(top.lines, ['From: x@else.example', 'Subject: Bare LF', '', '..leading dot']);
     t.match(await c.cmd('LIST 2'), /^\+OK 2 \d+$/);

@@ -2,7 +2,7 @@
 // answered from the store's rows, read per batch; header/body keys read each candidate's source once.
 import type { MessageState } from '../../mailstore/types.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
-import { bodyText, decodeHeaderValue, headerText } from '../mime/text.js';
+import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
 import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
@@ -79,7 +79,9 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
     case 'body':
       return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
     case 'text':
-      return c.tree && c.raw ? contains(headerText(c.tree), key.value) || contains(bodyText(c.raw, c.tree), key.value) : false;
+      return c.tree && c.raw
+        ? contains(headerText(c.tree), key.value) || contains(partHeaderText(c.tree), key.value) || contains(bodyText(c.raw, c.tree), key.value)
+        : false;
   }
 }
 

@@ -72,8 +72,11 @@ function parseNode(raw: Buffer, start: number, end: number, defaultType: string,
   const node: MimeNode = { start, bodyStart, end, headers, contentType, children: [], message: null };
   counter.parts++;
   if (depth >= MAX_DEPTH || counter.parts > MAX_PARTS) return node;
-  if (contentType.type === 'multipart' && contentType.params.boundary) {
-    node.children = splitMultipart(raw, bodyStart, end, contentType.params.boundary, contentType.subtype === 'digest' ? 'message/rfc822' : 'text/plain', depth, counter);
+  if (contentType.type === 'multipart') {
+    // A multipart without its required boundary (RFC 2046 §5.1.1), or whose boundary never occurs, is read as
+    // the default text/plain (RFC 2045 §5.2): a BODYSTRUCTURE of type "MULTIPART" without parts is not one.
+    const boundary = contentType.params.boundary;
+    if (boundary) node.children = splitMultipart(raw, bodyStart, end, boundary, contentType.subtype === 'digest' ? 'message/rfc822' : 'text/plain', depth, counter);
     if (node.children.length === 0) node.contentType = { type: 'text', subtype: 'plain', params: { charset: 'us-ascii' } };
   } else if (contentType.type === 'message' && contentType.subtype === 'rfc822') {
     const cte = (headers.find((h) => h.key === 'content-transfer-encoding')?.value ?? '7bit').toLowerCase();

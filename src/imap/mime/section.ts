@@ -21,7 +21,18 @@ export function findPart(root: MimeNode, path: number[]): MimeNode | null {
   return node;
 }
 
-/** The named fields' lines as they are in the source (bytes, not re-encoded text), CRLF-terminated. */
+/** Whether the header block ends with the blank line that separates it from the body. */
+function hasBlankLine(raw: Buffer, node: MimeNode): boolean {
+  const i = node.bodyStart - 1; // the blank line's LF, when there is one
+  if (i < node.start || raw[i] !== 0x0a) return false;
+  const j = raw[i - 1] === 0x0d && i - 1 >= node.start ? i - 2 : i - 1;
+  return j < node.start || raw[j] === 0x0a;
+}
+
+/**
+ * The named fields' lines as they are in the source (bytes, not re-encoded text), CRLF-terminated, then the
+ * blank line, "except in the case of a message which has no body and no blank line" (RFC 3501 §6.4.5).
+ */
 function headerFields(raw: Buffer, node: MimeNode, fields: string[], not: boolean): Buffer {
   const wanted = new Set(fields.map((f) => f.toLowerCase()));
   const out: Buffer[] = [];
@@ -31,7 +42,7 @@ function headerFields(raw: Buffer, node: MimeNode, fields: string[], not: boolea
     if (raw[end - 1] === 0x0a) end -= raw[end - 2] === 0x0d ? 2 : 1;
     out.push(raw.subarray(h.rawStart, end), CRLF);
   }
-  out.push(CRLF);
+  if (hasBlankLine(raw, node)) out.push(CRLF);
   return Buffer.concat(out);
 }
 

@@ -59,6 +59,13 @@ function countLines(raw: Buffer, start: number, end: number): number {
   return n;
 }
 
+const EMPTY_ENVELOPE: ImapValue = [null, null, null, null, null, null, null, null, null, null];
+
+function emptyBody(extended: boolean): ImapValue {
+  const basic: ImapValue[] = ['TEXT', 'PLAIN', ['CHARSET', 'us-ascii'], null, null, '7BIT', 0, 0];
+  return extended ? [...basic, null, null, null, null] : basic;
+}
+
 function bodyValue(raw: Buffer, node: MimeNode, extended: boolean): ImapValue {
   const ct = node.contentType;
   if (node.children.length) {
@@ -80,8 +87,12 @@ function bodyValue(raw: Buffer, node: MimeNode, extended: boolean): ImapValue {
     (header(node, 'content-transfer-encoding') ?? '7BIT').toUpperCase(),
     size,
   ];
-  if (ct.type === 'message' && ct.subtype === 'rfc822' && node.message) {
-    v.push(envelopeValue(node.message.headers), bodyValue(raw, node.message, extended), countLines(raw, node.bodyStart, node.end));
+  if (ct.type === 'message' && ct.subtype === 'rfc822') {
+    // MESSAGE/RFC822 always goes on with the envelope, body and lines of the encapsulated message (RFC 3501
+    // §7.4.2; clients parse them by the type). One not readable in place (base64 or quoted-printable, which RFC
+    // 2046 §5.2.1 forbids, or past the nesting limit) has an empty envelope and an empty text/plain body.
+    const inner = node.message;
+    v.push(inner ? envelopeValue(inner.headers) : EMPTY_ENVELOPE, inner ? bodyValue(raw, inner, extended) : emptyBody(extended), countLines(raw, node.bodyStart, node.end));
   } else if (ct.type === 'text') {
     v.push(countLines(raw, node.bodyStart, node.end));
   }

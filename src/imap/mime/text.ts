@@ -32,12 +32,38 @@ function decodePart(raw: Buffer, node: MimeNode): string {
   }
 }
 
-/** Text of the message's text/* parts (and those of embedded messages), decoded. */
+/**
+ * Text of the message's text/* parts (and those of embedded messages), decoded. The other message/* parts
+ * are text too (message/delivery-status, message/disposition-notification: a bounce's "Final-Recipient"), as is
+ * an encoded message/rfc822 part, read whole.
+ */
 export function bodyText(raw: Buffer, node: MimeNode): string {
   if (node.children.length) return node.children.map((c) => bodyText(raw, c)).join('\n');
   if (node.message) return headerText(node.message) + '\n' + bodyText(raw, node.message);
-  if (node.contentType.type === 'text') return decodePart(raw, node);
+  if (node.contentType.type === 'text' || node.contentType.type === 'message') return decodePart(raw, node);
   return '';
+}
+
+/**
+ * The header fields of every body part (its MIME header: Content-Type, Content-Disposition with the
+ * attachment's file name, Content-Description), decoded, RFC 2231 parameters included. SEARCH TEXT looks at
+ * the whole message (RFC 3501 §6.4.4), and these fields are part of its body.
+ */
+export function partHeaderText(node: MimeNode): string {
+  const out: string[] = [];
+  const walk = (n: MimeNode) => {
+    for (const c of n.children) {
+      out.push(headerText(c));
+      for (const key of ['content-type', 'content-disposition']) {
+        const v = header(c, key);
+        if (v) out.push(...Object.values(libmime.parseHeaderValue(v).params ?? {}).map(String));
+      }
+      walk(c);
+    }
+    if (n.message) walk(n.message);
+  };
+  walk(node);
+  return out.join('\n');
 }
 
 export function decodeHeaderValue(value: string): string {

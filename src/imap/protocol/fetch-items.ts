@@ -35,6 +35,19 @@ const MACROS: Record<string, SimpleItem[]> = {
 
 const SECTION_ITEM = /^(BODY|BODY\.PEEK)\[([^\]]*)\](?:<(\d+)\.(\d+)>)?$/i;
 
+/** header-list (RFC 3501 §9): astrings, i.e. atoms or quoted strings with `\\` and `\"` escapes. */
+function headerList(text: string): string[] {
+  const fields: string[] = [];
+  const item = /\s*(?:"((?:[^"\\]|\\["\\])*)"|([^\s"]+))/y;
+  let end = 0;
+  for (let m = item.exec(text); m; m = item.exec(text)) {
+    fields.push(m[1] !== undefined ? m[1].replace(/\\(["\\])/g, '$1') : m[2]!);
+    end = item.lastIndex;
+  }
+  if (text.slice(end).trim() !== '') throw new ParseError('Bad header field list');
+  return fields;
+}
+
 export function parseSection(text: string): Section {
   const path: number[] = [];
   let rest = text;
@@ -52,13 +65,7 @@ export function parseSection(text: string): Section {
   const isFields = specifier === 'HEADER.FIELDS' || specifier === 'HEADER.FIELDS.NOT';
   if (isFields !== (m[2] !== undefined)) throw new ParseError(`Bad section "${text}"`);
   if (specifier === 'MIME' && path.length === 0) throw new ParseError('MIME needs a part number');
-  const fields = isFields
-    ? m[2]!
-        .trim()
-        .split(/\s+/)
-        .map((f) => f.replace(/^"(.*)"$/, '$1'))
-        .filter(Boolean)
-    : [];
+  const fields = isFields ? headerList(m[2]!) : [];
   if (isFields && fields.length === 0) throw new ParseError('Empty header field list');
   return { path, specifier, fields };
 }

@@ -14,11 +14,47 @@ export class ParseError extends Error {
 
 const DELIMS = new Set([' ', '(', ')', '"']);
 
+/** Whether a text part leaves a `[` open (outside quoted strings): a section whose brackets go on past it. */
+function opensBracket(text: string): boolean {
+  let open = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (c === '[') open = true;
+    else if (c === ']') open = false;
+  }
+  return open;
+}
+
+/**
+ * A literal inside a section's brackets (`BODY[HEADER.FIELDS ({4}\r\nFrom)]`: header-fld-name is an astring,
+ * RFC 3501 §9) joins the bracketed text as a quoted string, which is how the section parser reads field
+ * names; the bracketed attribute stays one atom. A literal that cannot be a quoted string (CR, LF, NUL) is
+ * left as it is (and the unterminated bracket is then a syntax error).
+ */
+function joinBracketLiterals(parts: Part[]): Part[] {
+  const out: Part[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const prev = out[out.length - 1];
+    const literal = part.kind === 'literal' ? part.data.toString('utf8') : '';
+    const next = parts[i + 1];
+    if (part.kind === 'literal' && prev?.kind === 'text' && next?.kind === 'text' && opensBracket(prev.text) && !/[\r\n\0]/.test(literal)) {
+      out[out.length - 1] = { kind: 'text', text: `${prev.text}"${literal.replace(/[\\"]/g, '\\$&')}"${next.text}` };
+      i++;
+    } else {
+      out.push(part);
+    }
+  }
+  return out;
+}
+
 export function tokenize(parts: Part[]): Token[] {
   const root: Token[] = [];
   const stack: Token[][] = [root];
   const top = () => stack[stack.length - 1]!;
-  for (const part of parts) {
+  for (const part of joinBracketLiterals(parts)) {
     if (part.kind === 'literal') {
       top().push({ type: 'string', value: part.data.toString('utf8'), data: part.data });
       continue;
