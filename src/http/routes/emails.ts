@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
 import { paged, Success } from '../schemas/common.js';
-import { Email, EmailEvent, EmailListQuery, Reschedule, SendBatch, SendEmail } from '../schemas/emails.js';
+import { Email, EmailEvent, EmailListQuery, MAX_IDEMPOTENCY_KEY, Reschedule, SendBatch, SendEmail } from '../schemas/emails.js';
 import { parsePaging } from '../../core/paging.js';
 import { AppError, badRequest } from '../../core/errors.js';
 import type { Principal } from '../../services/api-keys.js';
@@ -15,7 +15,6 @@ const reader = (p: Principal): Reader => ({ teamId: p.teamId, apiKeyId: p.keyId,
 const Accepted = z.object({ id: z.string().describe('em_… id') });
 
 /** The `Idempotency-Key` header of a single send, held to the body field's rule (1..256 characters). */
-export const MAX_IDEMPOTENCY_KEY = 256;
 function idempotencyHeader(value: string): string | undefined {
   if (value === '') return undefined;
   if (value.length > MAX_IDEMPOTENCY_KEY) throw badRequest(`Idempotency-Key: must be at most ${MAX_IDEMPOTENCY_KEY} characters`);

@@ -46,6 +46,8 @@ const headers = z
     }
   });
 
+export const MAX_IDEMPOTENCY_KEY = 256;
+
 const BASE64_RE = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
 export const Attachment = z.object({
@@ -75,7 +77,7 @@ export const SendEmail = z
       .max(10, 'must contain at most 10 tags')
       .optional(),
     attachments: z.array(Attachment, { error: 'must be an array' }).max(10, 'must contain at most 10 attachments').optional(),
-    idempotency_key: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional(),
+    idempotency_key: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(MAX_IDEMPOTENCY_KEY, `must be at most ${MAX_IDEMPOTENCY_KEY} characters`).optional(),
     scheduled_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
     template_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').optional(),
     variables: z
