@@ -199,8 +199,8 @@ export type AttemptMode = 'auto' | 'manual';
 
 /**
  * Records an attempt's outcome in one transaction. `auto` attempts follow the retry schedule; `manual` ones
- * (test, replay) do not: a failed manual attempt leaves a pending delivery's schedule as it was and marks any
- * other delivery failed. Returns when the next automatic attempt is due, if any.
+ * (test, replay) do not: a failed manual attempt leaves a pending delivery's schedule as it was (its first
+ * attempt or its retry still comes) and marks any other delivery failed. Returns when the next automatic attempt is due, if any.
  */
 export async function recordAttempt(
   ctx: AppContext,
@@ -233,8 +233,10 @@ export async function recordAttempt(
       status = 'pending';
       retryAt = new Date(at.getTime() + WEBHOOK_RETRY_DELAYS_MS[attempts - 1]!);
       nextRetryAt = retryAt.toISOString();
-    } else if (mode === 'manual' && current.status === 'pending' && current.next_retry_at !== null) {
-      // An automatic retry is scheduled: a failed manual attempt leaves it in place.
+    } else if (mode === 'manual' && current.status === 'pending' && (current.next_retry_at !== null || current.attempts === 0)) {
+      // An automatic attempt is due (a retry, or the first one, not yet made): a failed manual attempt
+      // leaves it in place (marked failed, the attempt's job would skip it and its retries were lost). A
+      // batch replay's queued attempt (pending, attempts made, no retry time) ends failed when it fails.
       status = 'pending';
       nextRetryAt = current.next_retry_at;
     } else status = 'failed';

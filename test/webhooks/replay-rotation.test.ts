@@ -30,7 +30,7 @@ async function setup(t: Test) {
     await app.appliance.ctx.jobs.drain();
   };
   const list = async () => (await app.request<{ deliveries: Delivery[] }>('GET', `/webhooks/${hook.body.id}/deliveries?per_page=100`)).body.deliveries;
-  return { app, receiver, hook: hook.body, fire, list };
+  return { app, receiver, hook: hook.body, fire, list, domainId: created.body.id };
 }
 
 const drain = (app: TestApp) => app.appliance.ctx.jobs.drain();
@@ -85,6 +85,18 @@ t.test('replay: the original payload again, as a new attempt on the same deliver
   t.ok(verifyWebhookSignature(sent[8]!.raw, sent[8]!.headers['x-service-signature'], hook.secret));
   t.equal((await app.request('POST', `/webhooks/${hook.id}/deliveries/99999/replay`)).status, 404);
   t.equal((await app.request('POST', `/webhooks/${hook.id}/deliveries/x/replay`)).status, 404);
+});
+
+t.test('a failed replay of a delivery still waiting for its first attempt leaves it waiting for that attempt', async (t) => {
+  const { app, receiver, hook, list } = await setup(t);
+  // As the dispatcher writes a delivery before its first attempt (the attempt is its job's next step).
+  const [id] = (await app.appliance.ctx.db('webhook_deliveries').insert({
+    webhook_id: hook.id, event_type: 'domain.updated', payload: '{"type":"domain.updated","created_at":"2026-03-01T10:00:00.000Z","data":{}}', status: 'pending', attempts: 0, created_at: app.clock.now().toISOString(),
+  })) as [number];
+  receiver.answer = 500;
+  const replayed = await app.request<{ delivery: Delivery }>('POST', `/webhooks/${hook.id}/deliveries/${id}/replay`);
+  t.match(replayed.body.delivery, { id, status: 'pending', attempts: 1, statusCode: 500, nextRetryAt: null }, 'the failed replay is recorded; the delivery still waits for its attempt (a failed one would be skipped by it)');
+  t.match((await list())[0], { id, status: 'pending' });
 });
 
 t.test('batch replay: failed deliveries only, oldest first, limit, filters, remaining', async (t) => {
