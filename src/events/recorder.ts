@@ -67,7 +67,8 @@ export async function recordEvent(q: Queryable, at: Date, teamId: string, type: 
 }
 
 export interface EventFilter {
-  type?: string | undefined;
+  /** Any of these types (none: every type). */
+  types?: readonly string[] | undefined;
 }
 
 /** Newest first. */
@@ -79,7 +80,7 @@ export async function listEvents(
   limit: number,
 ): Promise<{ items: EventRecord[]; total: number }> {
   const base = q<EventRow>('events').where('team_id', teamId);
-  if (filter.type) base.andWhere('type', filter.type);
+  if (filter.types?.length) base.whereIn('type', filter.types);
   const [{ n }] = (await base.clone().count({ n: '*' })) as [{ n: number }];
   const rows = await base.clone().orderBy('id', 'desc').offset(offset).limit(limit);
   return {

@@ -175,4 +175,17 @@ t.test('paging GET /events', async (t) => {
       pagination: { page: 5, limit: 3, total: 0, totalPages: 0 },
     });
   });
+
+  t.test('several types: comma-separated or the parameter repeated', async (t) => {
+    const [domain] = (await app.request<{ domains: Array<{ id: string }> }>('GET', '/domains')).body.domains;
+    t.equal((await app.request('PATCH', `/domains/${domain!.id}`, { body: { open_tracking: true } })).status, 200);
+    const one = (await get('?type=domain.created&per_page=100')).body.meta.total;
+    const two = (await get('?type=domain.updated&per_page=100')).body.meta.total;
+    t.ok(one > 0 && two > 0, 'both types occur');
+    t.equal((await get('?type=domain.created,domain.updated&per_page=100')).body.meta.total, one + two, 'comma-separated');
+    t.equal((await get('?type=domain.created&type=domain.updated&per_page=100')).body.meta.total, one + two, 'repeated');
+    const bad = await app.request<{ error: string }>('GET', '/events?type=domain.created&type=nope');
+    t.equal(bad.status, 400);
+    t.equal(bad.body.error, "Invalid query parameter 'type': must be a known event type ('nope' is not)");
+  });
 });

@@ -2,11 +2,22 @@ import { z } from 'zod';
 import { defineRoute } from '../route.js';
 import { paged } from '../schemas/common.js';
 import { parsePaging } from '../../core/paging.js';
-import { EVENT_TYPES } from '../../events/types.js';
+import { EVENT_TYPES, type EventType } from '../../events/types.js';
 import { listTeamEvents } from '../../services/events.js';
 
+/** `type`: one event type, several comma-separated, or the parameter repeated (`?type=a&type=b`). */
 const EventQuery = z.object({
-  type: z.enum(EVENT_TYPES, { error: 'must be a known event type' }).optional(),
+  type: z
+    .union([z.string(), z.array(z.string())], { error: 'must be a known event type' })
+    .optional()
+    .transform((v, zctx) => {
+      if (v === undefined) return undefined;
+      const types = (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(',')).map((x) => x.trim());
+      const unknown = types.find((x) => !(EVENT_TYPES as readonly string[]).includes(x));
+      if (unknown === undefined) return types as EventType[];
+      zctx.addIssue({ code: 'custom', message: `must be a known event type ('${unknown.slice(0, 64)}' is not)` });
+      return z.NEVER;
+    }),
 });
 
 const Event = z
@@ -17,7 +28,7 @@ export const eventRoutes = [
   defineRoute({
     method: 'GET',
     path: '/events',
-    summary: "The team's event log (what webhooks deliver), newest first; filter by `type`",
+    summary: "The team's event log (what webhooks deliver), newest first; filter by `type` (comma-separated or repeated for several)",
     tag: 'Events',
     access: 'full_access',
     query: EventQuery,
