@@ -42,6 +42,12 @@ export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
   return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
 }
 
+/** What a plan keeps starts at this time (ISO); null when it keeps everything (or the plan is unknown). */
+function retentionCutoff(plan: string, now: number): string | null {
+  const days = PLAN_LIMITS[plan as Plan]?.retentionDays;
+  return days !== undefined && Number.isFinite(days) ? new Date(now - days * DAY).toISOString() : null;
+}
+
 /**
  * Ids of at most `limit` expired emails, oldest first per plan. An email still waiting for delivery
  * (queued, e.g. scheduled far ahead, or sending with a retry due) is kept until it is done.
@@ -50,9 +56,8 @@ async function expiredEmailIds(ctx: AppContext, limit: number): Promise<number[]
   const now = ctx.clock.now().getTime();
   const ids: number[] = [];
   for (const plan of PLANS) {
-    const days = PLAN_LIMITS[plan].retentionDays;
-    if (!Number.isFinite(days) || ids.length >= limit) continue;
-    const cutoff = new Date(now - days * DAY).toISOString();
+    const cutoff = retentionCutoff(plan, now);
+    if (cutoff === null || ids.length >= limit) continue;
     const rows = await ctx.db('emails as e')
       .join('teams as t', 't.id', 'e.team_id')
       .where('t.plan', plan)
@@ -98,9 +103,8 @@ async function expiredLogRows(ctx: AppContext, limit: number): Promise<LogRows[]
   let left = limit;
   const teams = await ctx.db('teams').select<Array<{ id: string; plan: string }>>('id', 'plan');
   for (const team of teams) {
-    const days = PLAN_LIMITS[team.plan as Plan]?.retentionDays ?? Infinity;
-    if (!Number.isFinite(days)) continue;
-    const cutoff = new Date(now - days * DAY).toISOString();
+    const cutoff = retentionCutoff(team.plan, now);
+    if (cutoff === null) continue;
     const webhookIds = (await ctx.db('webhooks').where({ team_id: team.id }).select<Array<{ id: number }>>('id')).map((w) => w.id);
     for (const log of TEAM_LOGS) {
       for (const owner of log.owner === 'team_id' ? [team.id] : webhookIds) {

@@ -18,15 +18,15 @@ export const RATE_LIMIT_MESSAGE = 'Rate limit exceeded. Please try again later.'
  * case-insensitively and with a trailing slash, so `/API-Keys/` must not open a second window beside `/api-keys`
  * (the ids themselves are kept as given: `em_AbC` and `em_abc` are two emails).
  */
-export function exactPath(route: Pick<Route, 'path'>, ctx: Koa.Context): string {
+function exactPath(route: Pick<Route, 'path'>, ctx: Koa.Context): string {
   const params = (ctx.params ?? {}) as Record<string, string | undefined>;
   return route.path.replace(/\{(\w+)\}/g, (_, name: string) => params[name] ?? '');
 }
 
 /** The counter key of a request under a rule: who (credential or client IP) + method + exact path. */
-export function counterKey(rule: RateRule, ctx: Koa.Context, principal: Principal | null, path: string = ctx.path): string {
+export function counterKey(rule: RateRule, route: Pick<Route, 'path'>, ctx: Koa.Context, principal: Principal | null): string {
   const who = rule.per === 'ip' || !principal ? `ip:${ctx.ip}` : `key:${principal.keyId}`;
-  return rule.single ? `${who} ANY ${rule.path}` : `${who} ${ctx.method} ${path}`;
+  return rule.single ? `${who} ANY ${rule.path}` : `${who} ${ctx.method} ${exactPath(route, ctx)}`;
 }
 
 /**
@@ -38,7 +38,7 @@ export function applyRateLimit(counter: FixedWindowCounter, ctx: Koa.Context, ro
   const rule = rateRuleFor(route.method, route.path);
   if (!rule) return;
   const limit = rateLimitOf(rule, principal?.plan);
-  const hit = counter.hit(counterKey(rule, ctx, principal, exactPath(route, ctx)), limit, rule.windowMs);
+  const hit = counter.hit(counterKey(rule, route, ctx, principal), limit, rule.windowMs);
   const headers = {
     'X-RateLimit-Limit': String(hit.limit),
     'X-RateLimit-Remaining': String(hit.remaining),
