@@ -10,7 +10,7 @@ import { sharedLookups } from './dns-cache.js';
 import { resolveDestination, type Destination, type MxHost } from './mx.js';
 import { deliveredOutcome, isRecipientLimit, localOutcome, parseReply, refusedOutcome, replyOf, transientCode } from './outcomes.js';
 import { chooseRoute, needsMxHosts, parseRelayUrl, type RelayTarget } from './routes.js';
-import { createTransportPool, ENOAUTH, ENOSTARTTLS, ESMTPUTF8, type SendResult, type SmtpError, type SmtpTarget, type StartTlsPolicy } from './transport-pool.js';
+import { createTransportPool, ENOAUTH, ENOSTARTTLS, ESMTPUTF8, isSuspended, type SendResult, type SmtpError, type SmtpTarget, type StartTlsPolicy } from './transport-pool.js';
 import type { DeliveryRequest, DeliveryResult, Mta, RecipientOutcome, RouteTaken, TlsMode } from './types.js';
 
 export interface MtaOptions {
@@ -32,7 +32,7 @@ export interface MtaOptions {
    * nothing is kept). Failed look-ups are never kept.
    */
   dnsCacheMs?: number;
-  /** Clock for dnsCacheMs (default Date.now). */
+  /** Clock for dnsCacheMs and for how long an unreachable host is suspended (default Date.now). */
   now?: () => number;
 }
 
@@ -92,6 +92,7 @@ export function createMta(opts: MtaOptions): Mta {
     timeoutMs: opts.smtpTimeoutMs,
     connectionsPerHost: opts.connectionsPerHost,
     log: opts.log,
+    ...(opts.now ? { now: opts.now } : {}),
   });
 
   async function deliver(req: DeliveryRequest): Promise<DeliveryResult> {
@@ -274,6 +275,7 @@ const describeHost = (name: string, address: string, port: number) =>
 
 /** Why a session could not be set up, in words an operator can act on. `host` names the server, `where` adds address and port. */
 function describeConnectFailure(err: SmtpError, host: string, where: string, tlsMode: TlsMode): string {
+  if (isSuspended(err)) return `Delivery temporarily suspended: ${describeConnectFailure(err.suspendedBy, host, where, tlsMode)}`;
   const reply = replyOf(err);
   switch (err.code) {
     case ENOSTARTTLS:

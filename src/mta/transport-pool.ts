@@ -83,6 +83,8 @@ export interface TransportPoolOptions {
   idleMs?: number;
   /** A session is replaced after this many messages (default 100). */
   maxMessages?: number;
+  /** Clock for the suspension of unreachable hosts (default Date.now). */
+  now?: () => number;
 }
 
 export interface TransportPool {
@@ -106,6 +108,68 @@ function smtpError(message: string, code: string): SmtpError {
 
 /** The session ended under us rather than the server refusing something. */
 const isDisconnect = (err: SmtpError) => err.responseCode === 421 || ['ECONNECTION', 'ESOCKET', 'ETIMEDOUT'].includes(err.code ?? '');
+
+/**
+ * How long a host that gave no session at all (connection refused, reset or timed out, no greeting, the
+ * session refused at the greeting) is left alone: new sessions to it fail at once, with the reason it gave,
+ * as Postfix's "delivery temporarily suspended". Without this every delivery queued for a blackholed host
+ * waited out its own connection timeout while it held one of the box's delivery slots, so a few hundred
+ * emails to one dead domain stalled the whole queue for tens of minutes. Once the window is over, one
+ * delivery tries the host again (the probe); the others keep failing at once until it has its answer. An
+ * MX host that is suspended makes the next MX host be tried at once.
+ */
+export const SUSPEND_MS = 60_000;
+/** Hosts remembered as unreachable before the expired ones are pruned. */
+const MAX_SUSPENDED_HOSTS = 1_000;
+
+/** A session attempt that failed because the host did not give one: what suspends it. */
+function isUnreachable(err: SmtpError): boolean {
+  if (err.code === 'EPROTOCOL') return err.command === 'CONN'; // greeting refused (421, 554) or garbled
+  return ['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS'].includes(err.code ?? '');
+}
+
+/** The error of a session not even attempted because its host is suspended. */
+export interface SuspendedError extends SmtpError {
+  /** The error that suspended the host (its code, reply and timeout type are copied to this one). */
+  suspendedBy: SmtpError;
+}
+export const isSuspended = (err: SmtpError): err is SuspendedError => 'suspendedBy' in err;
+
+/** Which hosts (address or relay name, and port) are suspended, shared by every pool to them. */
+class HostHealth {
+  private readonly down = new Map<string, { until: number; error: SmtpError; probing: boolean }>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Null: connect (as the probe, if the host was suspended). Otherwise the error to fail with at once. */
+  admit(host: string): SuspendedError | null {
+    const entry = this.down.get(host);
+    if (!entry) return null;
+    if (entry.probing || this.now() < entry.until) {
+      const { error } = entry;
+      return Object.assign(smtpError(error.message, error.code ?? 'ECONNECTION'), {
+        suspendedBy: error,
+        response: error.response,
+        responseCode: error.responseCode,
+        timeoutType: error.timeoutType,
+        originalCode: error.originalCode,
+      });
+    }
+    entry.probing = true;
+    return null;
+  }
+
+  reachable(host: string): void {
+    this.down.delete(host);
+  }
+
+  unreachable(host: string, error: SmtpError): void {
+    const now = this.now();
+    if (this.down.size >= MAX_SUSPENDED_HOSTS) for (const [k, e] of this.down) if (!e.probing && e.until <= now) this.down.delete(k);
+    this.down.delete(host); // most recent last
+    this.down.set(host, { until: now + SUSPEND_MS, error, probing: false });
+  }
+}
 
 interface Session {
   conn: SMTPConnection;
@@ -132,7 +196,12 @@ class DestinationPool {
     /** Called when the pool holds no session and no send() is under way: the owner forgets it. */
     private readonly onEmpty: () => void,
     private readonly ownerClosed: () => boolean,
+    private readonly health: HostHealth,
   ) {}
+
+  private get hostKey(): string {
+    return `${this.target.host}|${this.target.port}`;
+  }
 
   async send(envelope: SmtpEnvelope, raw: Buffer): Promise<SendResult> {
     this.inFlight++;
@@ -170,7 +239,11 @@ class DestinationPool {
         this.discard(session);
         continue;
       }
-      if (this.sessions.size < this.opts.connectionsPerHost) return { session: await this.connect(), reused: false };
+      if (this.sessions.size < this.opts.connectionsPerHost) {
+        const suspended = this.health.admit(this.hostKey);
+        if (suspended) throw suspended;
+        return { session: await this.connect(), reused: false };
+      }
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
@@ -239,6 +312,7 @@ class DestinationPool {
         const auth = t.auth;
         await new Promise<void>((resolve, reject) => conn.login({ user: auth.user, pass: auth.pass }, (err) => (err ? reject(err) : resolve())));
       }
+      this.health.reachable(this.hostKey);
       return session;
     } catch (err) {
       this.discard(session, !session.dead);
@@ -247,6 +321,14 @@ class DestinationPool {
       if (conn.upgrading && e.code !== 'ETLS') {
         e.originalCode ??= e.code;
         e.code = 'ETLS';
+      }
+      // With sessions of its own still open, the host is up (a limit on connections, say): only this one failed.
+      if (isUnreachable(e) && this.sessions.size === 0) {
+        this.health.unreachable(this.hostKey, e);
+        // The deliveries waiting for a session here would each wait out a connection of their own: they fail now.
+        while (this.waiters.length) this.wakeOne();
+      } else {
+        this.health.reachable(this.hostKey);
       }
       throw e;
     }
@@ -362,8 +444,9 @@ class DestinationPool {
 }
 
 export function createTransportPool(options: TransportPoolOptions): TransportPool {
-  const opts: Required<TransportPoolOptions> = { idleMs: DEFAULT_IDLE_MS, maxMessages: DEFAULT_MAX_MESSAGES, ...options };
+  const opts: Required<TransportPoolOptions> = { idleMs: DEFAULT_IDLE_MS, maxMessages: DEFAULT_MAX_MESSAGES, now: Date.now, ...options };
   const pools = new Map<string, DestinationPool>();
+  const health = new HostHealth(opts.now);
   let closed = false;
 
   const keyOf = (t: SmtpTarget) =>
@@ -382,6 +465,7 @@ export function createTransportPool(options: TransportPoolOptions): TransportPoo
             if (pools.get(key) === created) pools.delete(key);
           },
           () => closed,
+          health,
         );
         pool = created;
         pools.set(key, pool);

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { createResolver } from '../../src/dns/resolver.js';
 import { createMta, type MtaOptions } from '../../src/mta/deliver.js';
+import { SUSPEND_MS } from '../../src/mta/transport-pool.js';
 import type { DeliveryRequest, Mta, RecipientOutcome } from '../../src/mta/types.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { startSmtpSink, type SinkOptions, type SmtpSink } from '../helpers/smtp-sink.js';
@@ -420,10 +421,103 @@ t.test('when no MX host answers, every recipient is deferred with each host’s 
     t.match(o.reply.message, /^No mail host of example\.test accepted a session: Connection to refuses\.example\.test\[127\.0\.0\.2\]:\d+ refused; blocks\.example\.test\[127\.0\.0\.5\]:\d+ refused the session: 554 5\.7\.1 Service unavailable/);
   }
 
-  // Only unreachable hosts: connection_failed.
+  // Only unreachable hosts: connection_failed. The host refused a moment ago, so it is not asked again yet.
   w.mx('other.test', [['refuses.example.test', 10, '127.0.0.2']]);
   const res2 = await mta.deliver(request('other.test', ['alice@other.test']));
-  t.match(res2.outcomes[0], { status: 'deferred', category: 'connection_failed', code: '4.4.1', reply: { message: /^Connection to refuses\.example\.test\[127\.0\.0\.2\]:\d+ refused$/ } });
+  t.match(res2.outcomes[0], {
+    status: 'deferred',
+    category: 'connection_failed',
+    code: '4.4.1',
+    reply: { message: /^Delivery temporarily suspended: Connection to refuses\.example\.test\[127\.0\.0\.2\]:\d+ refused$/ },
+  });
+});
+
+t.test('an unreachable host holds up no delivery: the ones waiting for it fail with it, and it is left alone for a while', async (t) => {
+  const w = await world(t);
+  const backup = await w.sink({ starttls: false, host: '127.0.0.3' });
+  const port = backup.port;
+  const silent = await listenSilently('127.0.0.4', port);
+  t.teardown(() => new Promise<void>((r) => silent.close(() => r())));
+  let connections = 0;
+  silent.on('connection', () => connections++);
+  w.mx('dead.test', [['silent.dead.test', 10, '127.0.0.4']]);
+  w.mx('backed.test', [
+    ['silent.dead.test', 10, '127.0.0.4'],
+    ['backup.backed.test', 20, '127.0.0.3'],
+  ]);
+  let now = Date.parse('2026-03-01T10:00:00Z');
+  const mta = w.mta({ outboundPort: port, smtpTimeoutMs: 1000, connectionsPerHost: 1, now: () => now });
+
+  // Three deliveries at once, one session allowed: the first waits for a greeting that never comes, the others
+  // wait for its session. When it times out they fail with it instead of each waiting out a connection.
+  const first = await Promise.all([1, 2, 3].map((i) => mta.deliver(request('dead.test', [`u${i}@dead.test`]))));
+  t.equal(connections, 1, 'one connection for the three');
+  t.match(first[0]!.outcomes[0], { status: 'deferred', category: 'connection_failed', code: '4.4.1', reply: { message: /^(Connection to )?silent\.dead\.test\[127\.0\.0\.4\]:\d+ (sent no greeting in time|timed out)$/ } });
+  for (const res of first.slice(1)) {
+    t.match(res.outcomes[0], { status: 'deferred', category: 'connection_failed', code: '4.4.1', reply: { message: /^Delivery temporarily suspended: (Connection to )?silent\.dead\.test\[127\.0\.0\.4\]:\d+ (sent no greeting in time|timed out)$/ } });
+  }
+
+  // Within the window: not contacted; a domain with another MX host goes there at once.
+  const again = await mta.deliver(request('dead.test', ['u4@dead.test']));
+  t.match(again.outcomes[0], { status: 'deferred', reply: { message: /^Delivery temporarily suspended/ } });
+  const backed = await mta.deliver(request('backed.test', ['v@backed.test']));
+  t.match(backed.outcomes[0], { status: 'delivered' });
+  t.equal(backup.accepted.length, 1);
+  t.equal(connections, 1, 'the suspended host was not contacted');
+
+  // After the window one delivery tries again; one that comes while it waits fails at once.
+  now += SUSPEND_MS;
+  const probe = mta.deliver(request('dead.test', ['u5@dead.test']));
+  await new Promise((r) => setTimeout(r, 100));
+  const during = await mta.deliver(request('dead.test', ['u6@dead.test']));
+  t.match(during.outcomes[0], { status: 'deferred', reply: { message: /^Delivery temporarily suspended/ } });
+  t.match((await probe).outcomes[0], { status: 'deferred', reply: { message: /^(Connection to )?silent\.dead\.test\[127\.0\.0\.4\]:\d+ (sent no greeting in time|timed out)$/ } });
+  t.equal(connections, 2, 'one probe');
+
+  // The host comes back: after the next window its probe delivers, and it is no longer suspended.
+  await new Promise<void>((r) => silent.close(() => r()));
+  const revived = await w.sink({ starttls: false, host: '127.0.0.4', port });
+  now += SUSPEND_MS;
+  t.match((await mta.deliver(request('dead.test', ['u7@dead.test']))).outcomes[0], { status: 'delivered' });
+  const after = await Promise.all([8, 9].map((i) => mta.deliver(request('dead.test', [`u${i}@dead.test`]))));
+  for (const res of after) t.match(res.outcomes[0], { status: 'delivered' });
+  t.equal(revived.accepted.length, 3);
+});
+
+t.test('a host that refuses one more session while another is open is not suspended', async (t) => {
+  const w = await world(t);
+  // A server that allows one session per client, as many do: the second is refused at the greeting.
+  const open = new Set<string>();
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onConnect(session, cb) {
+      if (open.size >= 1) return cb(Object.assign(new Error('4.7.0 Too many connections from your host'), { responseCode: 421 }));
+      open.add(session.id);
+      cb();
+    },
+    onClose(session) {
+      open.delete(session.id);
+    },
+    onData(stream, _session, cb) {
+      stream.resume();
+      stream.on('end', () => cb());
+    },
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.server.address() as { port: number }).port;
+  w.mx('busy.test', [['mx.busy.test', 10, '127.0.0.1']]);
+  const mta = w.mta({ outboundPort: port, connectionsPerHost: 2 });
+  const deliverTwo = () => Promise.all(['a', 'b'].map((u) => mta.deliver(request('busy.test', [`${u}@busy.test`]))));
+  for (const round of [1, 2]) {
+    const outcomes = (await deliverTwo()).map((r) => r.outcomes[0]!);
+    const refused = outcomes.filter((o) => o.status !== 'delivered');
+    t.equal(outcomes.length - refused.length, 1, `round ${round}: one delivered`);
+    t.equal(refused.length, 1, `round ${round}: one refused`);
+    t.match(refused[0], { status: 'deferred', reply: { message: /refused the session: 421 4\.7\.0 Too many connections/ } }, `round ${round}: the server's own reason, not a suspension`);
+  }
 });
 
 t.test('no MX: the domain’s own address (RFC 5321 §5.1)', async (t) => {
