@@ -284,9 +284,26 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   const checked = await Promise.all(
     before.dns_records.map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
   );
+  // A look-up the DNS did not answer (timeout, SERVFAIL) says nothing about the record: a record found
+  // before keeps its status (the reason says why it was not looked at again), and a verified domain is not
+  // failed for it. The spec moves a verified domain only when a record disappears; one outage of a resolver
+  // or of the customer's DNS host must not stop the domain's mail. A domain not yet verified needs every
+  // required record answered and found.
+  const wasVerified = row.status === 'verified';
   const stored: StoredStatus = {};
-  for (const { record, result } of checked) stored[recordKey(record)] = result.reason ? { status: result.status, reason: result.reason } : { status: result.status };
-  const ok = checked.every(({ record, result }) => !record.required || result.status === 'verified');
+  let ok = true;
+  // The spec's drift (domain.dns_drift): on a verified domain, the SPF record, or the MX record of a domain
+  // that receives mail, found before and now answered as gone or wrong.
+  const drift: Array<{ record: string; name: string; reason: string | undefined }> = [];
+  for (const { record, result } of checked) {
+    const kept = result.transient === true && record.status === 'verified';
+    const status: RecordStatus = kept ? 'verified' : result.status;
+    const reason = kept ? `${result.reason?.replace(/; try again later$/, '')}; the last check's result is kept, try again later` : result.reason;
+    stored[recordKey(record)] = reason ? { status, reason } : { status };
+    if (record.required && result.status !== 'verified' && !(kept && wasVerified)) ok = false;
+    const watched = record.record === 'SPF' || (record.record === 'MX' && (row.inbound_mode ?? 'none') !== 'none');
+    if (wasVerified && watched && record.status === 'verified' && status === 'failed') drift.push({ record: record.record, name: record.name, reason });
+  }
   const at = ctx.clock.now();
   return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const current = await findRow(trx, teamId, id); // still there?
@@ -306,6 +323,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
       updated_at: next.updated_at,
     });
     const domain = await domainView(ctx, trx, next);
+    if (drift.length > 0 && current.status === 'verified') await recordEvent(trx, at, teamId, 'domain.dns_drift', { ...domain, drift } as unknown as Record<string, unknown>);
     await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
     return domain;
   }));

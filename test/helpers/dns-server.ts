@@ -16,16 +16,19 @@ export interface SrvValue {
   port: number;
   target: string;
 }
-type Value = string | MxValue | SrvValue;
+/** A TXT record is a string (split in 255-byte strings when longer) or its character-strings as given. */
+type Value = string | string[] | MxValue | SrvValue;
 
 export interface TestDns {
   server: DnsServer;
-  /** Replaces the records of one type at a name. TXT values longer than 255 bytes are split into strings. */
+  /** Replaces the records of one type at a name. TXT values longer than 255 bytes are split into strings; an array is one record's strings. */
   set(type: RecordType, name: string, values: Value[]): void;
   /** Removes the records of one type at a name (or all types). */
   remove(name: string, type?: RecordType): void;
   /** Answers SERVFAIL for this name from now on. */
   fail(name: string): void;
+  /** Never answers questions about this name from now on (the client times out). */
+  drop(name: string): void;
   /** The questions asked so far, as `TYPE name`. */
   queries: string[];
   stop(): Promise<void>;
@@ -44,6 +47,7 @@ const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 
 export async function startDns(): Promise<TestDns> {
   const zone = new Map<string, Map<RecordType, Value[]>>();
   const failing = new Set<string>();
+  const dropping = new Set<string>();
   const queries: string[] = [];
 
   const handle: Parameters<typeof dns2.createUDPServer>[0] = (request, send) => {
@@ -55,18 +59,30 @@ export async function startDns(): Promise<TestDns> {
     queries.push(`${type ?? question.type} ${name}`);
     const header = response.header;
     header.aa = 1;
+    if (dropping.has(name)) return;
     if (failing.has(name)) {
       header.rcode = 2; // SERVFAIL
       return send(response);
     }
-    const records = zone.get(name);
+    // As a real server does: a name with a CNAME answers any other type with the CNAME, followed as far as
+    // the zone goes (RFC 1034 §4.3.2), the target's records under the target's name.
+    let owner = question.name;
+    let records = zone.get(name);
+    for (let hops = 0; type !== 'CNAME' && hops < 8; hops++) {
+      const alias = records?.get('CNAME')?.[0] as string | undefined;
+      if (!alias) break;
+      response.answers.push({ name: owner, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 60, domain: alias });
+      owner = alias;
+      records = zone.get(norm(alias));
+      if (!records) return send(response);
+    }
     if (!records) {
       header.rcode = 3; // NXDOMAIN
       return send(response);
     }
     for (const value of (type && records.get(type)) || []) {
-      const base = { name: question.name, type: question.type, class: Packet.CLASS.IN, ttl: 60 };
-      if (type === 'TXT') response.answers.push({ ...base, data: chunks(value as string) });
+      const base = { name: owner, type: question.type, class: Packet.CLASS.IN, ttl: 60 };
+      if (type === 'TXT') response.answers.push({ ...base, data: Array.isArray(value) ? value : chunks(value as string) });
       else if (type === 'MX') response.answers.push({ ...base, ...(value as MxValue) });
       else if (type === 'CNAME') response.answers.push({ ...base, domain: value as string });
       else if (type === 'SRV') response.answers.push({ ...base, ...(value as SrvValue) });
@@ -106,6 +122,7 @@ export async function startDns(): Promise<TestDns> {
       if (!zone.has(n)) zone.set(n, new Map());
       zone.get(n)!.set(type, values);
       failing.delete(n);
+      dropping.delete(n);
     },
     remove(name, type) {
       const n = norm(name);
@@ -114,6 +131,9 @@ export async function startDns(): Promise<TestDns> {
     },
     fail(name) {
       failing.add(norm(name));
+    },
+    drop(name) {
+      dropping.add(norm(name));
     },
     async stop() {
       await Promise.all([new Promise<void>((r) => udpServer.close(() => r())), new Promise<void>((r) => tcpServer.close(() => r()))]);

@@ -19,6 +19,7 @@ interface DnsRecord {
   required: boolean;
   status: 'pending' | 'verified' | 'failed';
   reason?: string;
+  zone_file_line?: string;
 }
 
 interface Domain {
@@ -791,6 +792,34 @@ t.test('sending domains', async (t) => {
     t.equal(failedEvents.length, 1);
     t.equal(failedEvents[0]!.created_at, v.last_checked_at);
     t.equal((await events('domain.verified')).filter((e) => e.data.id === d.id).length, 1, 'one verified event before');
+    // Regression: the spec's domain.dns_drift (a verified domain's SPF record disappears) was never recorded.
+    const drift = (await events('domain.dns_drift')).filter((e) => e.data.id === d.id);
+    t.equal(drift.length, 1, 'domain.dns_drift: the SPF record disappeared');
+    t.equal(drift[0]!.created_at, v.last_checked_at);
+    t.same(drift[0]!.data.drift, [{ record: 'SPF', name: d.name, reason: 'No SPF record (v=spf1) found at verify-drift.example' }]);
+  });
+
+  t.test('domain.dns_drift: the MX of a domain that receives mail; not for an outage, nor an MX of a sending-only domain', async (t) => {
+    const d = await create('verify-mxdrift.example');
+    publish(d);
+    t.equal((await verify(d)).status, 'verified');
+    const drifts = async () => (await events('domain.dns_drift')).filter((e) => e.data.id === d.id);
+    dns.set('MX', d.name, [{ exchange: 'mx.elsewhere.example', priority: 10 }]);
+    t.equal((await verify(d)).status, 'verified', 'MX is recommended: the domain stays verified');
+    t.equal((await drifts()).length, 0, 'inbound_mode none: the MX is not watched');
+    publish(d);
+    await verify(d);
+    t.equal((await req('PATCH', `/domains/${d.id}`, { body: { inbound_mode: 'webhook' } })).status, 200);
+    dns.fail(d.name);
+    await verify(d);
+    t.equal((await drifts()).length, 0, 'a DNS failure is not a drift');
+    dns.set('MX', d.name, [{ exchange: 'mx.elsewhere.example', priority: 10 }]);
+    dns.set('TXT', d.name, [SPF_VALUE]);
+    const v = await verify(d);
+    t.equal(v.status, 'verified');
+    const got = await drifts();
+    t.equal(got.length, 1);
+    t.match(got[0]!.data.drift, [{ record: 'MX', name: d.name, reason: /do not point at/ }]);
   });
 
   t.test('verify: with an IPv6 address too, SPF must authorise every address the box sends from', async (t) => {
@@ -827,6 +856,157 @@ t.test('sending domains', async (t) => {
     const v = await verify(d);
     t.equal(v.status, 'verified', JSON.stringify(v.dns_records));
     t.ok(dns.queries.includes('TXT xn--berprfung-p9af.example'));
+  });
+
+  // Checked by hand against BIND 9.18 (authoritative) behind Unbound 1.17 (recursive): the regressions below
+  // replay on the dns2 server what those servers answered.
+
+  t.test('zone_file_line: the records as a zone file takes them, the DKIM key split in strings of ≤ 255', async (t) => {
+    const d = await create('zone-line.example');
+    const dkim = recordOf(d, 'DKIM');
+    t.ok(dkim.value.length > 255, 'a 2048-bit key does not fit one TXT string (BIND: "syntax error")');
+    t.same(
+      d.dns_records.filter((r) => r.record !== 'DKIM').map((r) => r.zone_file_line),
+      [
+        `zone-line.example. IN TXT "${SPF_VALUE}"`,
+        `_dmarc.zone-line.example. IN TXT "v=DMARC1; p=none; rua=mailto:dmarc-reports@zone-line.example"`,
+        `zone-line.example. IN MX 10 ${TEST_HOSTNAME}.`,
+        ...d.dns_records.filter((r) => r.record === 'SRV').map((r) => `${r.name}. IN SRV 0 ${r.value}.`),
+      ],
+    );
+    const m = /^(\S+)\. IN TXT ((?:"[^"]*" ?)+)$/.exec(dkim.zone_file_line!);
+    t.ok(m, dkim.zone_file_line!);
+    t.equal(m![1], dkim.name);
+    const strings = [...m![2]!.matchAll(/"([^"]*)"/g)].map((x) => x[1]!);
+    t.ok(strings.length > 1 && strings.every((x) => x.length <= 255), `${strings.length} strings of at most 255 characters`);
+    // Published as those strings (one record), it verifies: the strings are joined before the key is read.
+    publish(d, { dkim: null });
+    dns.set('TXT', dkim.name, [strings]);
+    const v = await verify(d);
+    t.equal(v.status, 'verified', JSON.stringify(v.dns_records));
+    t.same((await req<Domain>('GET', `/domains/${d.id}`)).body.dns_records.map((r) => r.zone_file_line), d.dns_records.map((r) => r.zone_file_line));
+  });
+
+  // Regression: one SERVFAIL or timeout on a re-verify turned a verified domain into failed (verified_at
+  // wiped, domain.failed, its mail refused as unverified) until someone verified again. Unbound answered
+  // exactly that (ETIMEOUT, then SERVFAIL) while the customer's BIND was down.
+  t.test('verify: a verified domain stays verified when the DNS does not answer (SERVFAIL, timeout)', async (t) => {
+    const d = await create('verify-outage.example');
+    publish(d);
+    const ok = await verify(d);
+    t.equal(ok.status, 'verified');
+    const failedBefore = (await events('domain.failed')).filter((e) => e.data.id === d.id).length;
+
+    for (const [how, code] of [['fail', 'ESERVFAIL'], ['drop', 'ETIMEOUT']] as const) {
+      for (const r of d.dns_records) dns[how](r.name);
+      app.clock.advance(60_000);
+      const v = await verify(d);
+      t.equal(v.status, 'verified', `${code}: still verified`);
+      t.equal(v.verified_at, ok.verified_at, `${code}: verified_at kept`);
+      t.equal(v.last_checked_at, app.clock.now().toISOString(), `${code}: checked now`);
+      for (const r of v.dns_records.filter((x) => x.record !== 'SRV')) {
+        t.equal(r.status, 'verified', `${code}: ${r.record} keeps its status`);
+        t.match(r.reason, new RegExp(`^DNS (TXT|MX) look-up for ${r.name.replace(/\./g, '\\.')} failed \\(${code}\\); the last check's result is kept, try again later$`), `${code}: ${r.record} says why`);
+      }
+      t.equal((await events('domain.failed')).filter((e) => e.data.id === d.id).length, failedBefore, `${code}: no domain.failed`);
+      const preview = await req<{ signed: boolean; warnings: string[] }>('POST', '/emails/preview', {
+        body: { from: `hello@${d.name}`, to: 'someone@elsewhere.example', subject: 'Hi', text: 'Hello' },
+      });
+      t.equal(preview.body.signed, true, `${code}: its mail is still signed and sent`);
+      publish(d);
+    }
+
+    // An answer that the record is gone still fails it, outage or not elsewhere.
+    dns.fail(d.name);
+    dns.remove(recordOf(d, 'DKIM').name);
+    const gone = await verify(d);
+    t.equal(gone.status, 'failed');
+    t.match(recordOf(gone, 'DKIM'), { status: 'failed', reason: /No DKIM record/ });
+    t.match(recordOf(gone, 'SPF'), { status: 'verified', reason: /ESERVFAIL.*kept/ });
+    // A domain that is not verified needs real answers: an outage does not verify it.
+    publish(d, { spf: null });
+    dns.fail(d.name);
+    const still = await verify(d);
+    t.equal(still.status, 'failed', 'a failed domain is not verified by a kept result');
+    publish(d);
+    t.equal((await verify(d)).status, 'verified');
+  });
+
+  // Regression: mailauth skips an include: answered SERVFAIL (RFC 7208 §5.2: temperror), and a temperror
+  // was reported as "does not authorise …; add a:…".
+  t.test('verify: an SPF include the DNS does not answer is a DNS failure, not a verdict', async (t) => {
+    const d = await create('verify-include.example');
+    publish(d, { spf: [`v=spf1 include:_spf.provider.example a:${TEST_HOSTNAME} ~all`] });
+    dns.fail('_spf.provider.example');
+    const v = await verify(d);
+    t.match(recordOf(v, 'SPF'), { status: 'failed', reason: /^DNS TXT look-up for _spf\.provider\.example failed \(ESERVFAIL\); try again later$/ });
+    dns.set('TXT', '_spf.provider.example', ['v=spf1 ip4:192.0.2.0/24 -all']);
+    t.equal(recordOf(await verify(d), 'SPF').status, 'verified');
+  });
+
+  // Regression: records entered in full at a DNS host that appends the zone, or without their trailing
+  // dot in a zone file, land at <name>.<domain> (BIND served acme.test.acme.test); the reasons only said
+  // "not found", and an MX target without its dot was only "does not point at".
+  t.test('verify: records at the doubled name, an MX target without its dot: the reason says so', async (t) => {
+    const d = await create('verify-doubled.example');
+    const dkim = recordOf(d, 'DKIM');
+    const twice = (name: string) => `${name}.${d.name}`;
+    dns.set('TXT', twice(d.name), [SPF_VALUE]);
+    dns.set('TXT', twice(dkim.name), [dkim.value]);
+    dns.set('TXT', twice(`_dmarc.${d.name}`), [recordOf(d, 'DMARC').value]);
+    dns.set('MX', d.name, [{ exchange: `${TEST_HOSTNAME}.${d.name}`, priority: 10 }]);
+    const v = await verify(d);
+    t.equal(v.status, 'failed');
+    t.match(recordOf(v, 'SPF').reason, `one was found at verify-doubled.example.verify-doubled.example: your DNS host added verify-doubled.example to the name entered. Enter the name as @, or in full with a trailing dot (verify-doubled.example.)`);
+    const selector = dkim.name.split('.')[0]!;
+    t.match(recordOf(v, 'DKIM').reason, `Enter the name as ${selector}._domainkey, or in full with a trailing dot (${dkim.name}.)`);
+    t.match(recordOf(v, 'DMARC').reason, 'Enter the name as _dmarc,');
+    t.match(recordOf(v, 'MX').reason, `(found: 10 ${TEST_HOSTNAME}.verify-doubled.example): ${TEST_HOSTNAME}.verify-doubled.example is ${TEST_HOSTNAME} written without its trailing dot`);
+    publish(d);
+    t.equal((await verify(d)).status, 'verified');
+  });
+
+  t.test('verify: DKIM through a CNAME chain verifies; a CNAME to a name without it says where it points', async (t) => {
+    const d = await create('verify-cname.example');
+    const dkim = recordOf(d, 'DKIM');
+    publish(d, { dkim: null });
+    dns.set('CNAME', dkim.name, ['dkim.verify-cname.example']);
+    dns.set('CNAME', 'dkim.verify-cname.example', ['key1.provider.example']);
+    dns.set('TXT', 'key1.provider.example', [dkim.value]);
+    const v = await verify(d);
+    t.equal(recordOf(v, 'DKIM').status, 'verified', JSON.stringify(recordOf(v, 'DKIM')));
+    dns.remove('key1.provider.example');
+    t.match(recordOf(await verify(d), 'DKIM'), {
+      status: 'failed',
+      reason: `No DKIM record found at ${dkim.name}; ${dkim.name} is a CNAME to dkim.verify-cname.example, which has no such TXT record`,
+    });
+  });
+
+  // Regression: a verifier reads one TXT record at a selector (mailauth the first; BIND served the stale
+  // one first), but the check passed when any of them carried the key.
+  t.test('verify: a stale key next to this one at the selector fails, naming the cause', async (t) => {
+    const d = await create('verify-twokeys.example');
+    const dkim = recordOf(d, 'DKIM');
+    publish(d, { dkim: ['v=DKIM1; k=rsa; p=MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQDstale', dkim.value] });
+    const v = await verify(d);
+    t.equal(v.status, 'failed');
+    t.match(recordOf(v, 'DKIM').reason, /^2 TXT records found at \S+, one with this domain's key: a verifier reads only one of them/);
+  });
+
+  // Regression: receivers only read an SPF record that begins exactly with v=spf1 (RFC 7208 §4.5).
+  t.test('verify: SPF with a leading blank or pasted with its quotes fails, naming the cause', async (t) => {
+    const d = await create('verify-spfblank.example');
+    publish(d, { spf: [` ${SPF_VALUE}`] });
+    t.match(recordOf(await verify(d), 'SPF'), { status: 'failed', reason: /starts with a blank/ });
+    publish(d, { spf: [`"${SPF_VALUE}"`] });
+    t.match(recordOf(await verify(d), 'SPF'), { status: 'failed', reason: /has quotation marks inside its value/ });
+  });
+
+  t.test('verify: many TXT records at the apex (an answer over 512 bytes, TCP) still find the SPF record', async (t) => {
+    const d = await create('verify-bigtxt.example');
+    publish(d, { spf: [...Array.from({ length: 40 }, (_, i) => `site-verification-${i}=abcdefghijklmnopqrstuvwxyz0123456789`), SPF_VALUE] });
+    const v = await verify(d);
+    t.equal(recordOf(v, 'SPF').status, 'verified', JSON.stringify(recordOf(v, 'SPF')));
   });
 
   t.test('verify: unknown id answers 404', async (t) => {

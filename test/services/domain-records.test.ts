@@ -8,6 +8,8 @@ import {
   expectedRecords,
   parseTagList,
   recordKey,
+  txtStrings,
+  zoneFileLine,
   type DnsRecord,
 } from '../../src/services/domain-records.js';
 import { DnsLookupError, type DnsResolver, type MxRecord } from '../../src/dns/resolver.js';
@@ -100,8 +102,26 @@ t.test('expectedRecords', async (t) => {
   t.test('one key: SPF, DKIM, DMARC, MX in that order, all pending', async (t) => {
     const records = expectedRecords('example.com', 'mx.box.test', [{ selector: 's1', publicKey: 'PUBKEY' }]);
     t.same(records, [
-      { record: 'SPF', type: 'TXT', name: 'example.com', value: 'v=spf1 a:mx.box.test ~all', ttl: 'Auto', required: true, status: 'pending' },
-      { record: 'DKIM', type: 'TXT', name: 's1._domainkey.example.com', value: 'v=DKIM1; k=rsa; p=PUBKEY', ttl: 'Auto', required: true, status: 'pending' },
+      {
+        record: 'SPF',
+        type: 'TXT',
+        name: 'example.com',
+        value: 'v=spf1 a:mx.box.test ~all',
+        ttl: 'Auto',
+        required: true,
+        status: 'pending',
+        zone_file_line: 'example.com. IN TXT "v=spf1 a:mx.box.test ~all"',
+      },
+      {
+        record: 'DKIM',
+        type: 'TXT',
+        name: 's1._domainkey.example.com',
+        value: 'v=DKIM1; k=rsa; p=PUBKEY',
+        ttl: 'Auto',
+        required: true,
+        status: 'pending',
+        zone_file_line: 's1._domainkey.example.com. IN TXT "v=DKIM1; k=rsa; p=PUBKEY"',
+      },
       {
         record: 'DMARC',
         type: 'TXT',
@@ -110,8 +130,19 @@ t.test('expectedRecords', async (t) => {
         ttl: 'Auto',
         required: false,
         status: 'pending',
+        zone_file_line: '_dmarc.example.com. IN TXT "v=DMARC1; p=none; rua=mailto:dmarc-reports@example.com"',
       },
-      { record: 'MX', type: 'MX', name: 'example.com', value: 'mx.box.test', priority: 10, ttl: 'Auto', required: false, status: 'pending' },
+      {
+        record: 'MX',
+        type: 'MX',
+        name: 'example.com',
+        value: 'mx.box.test',
+        priority: 10,
+        ttl: 'Auto',
+        required: false,
+        status: 'pending',
+        zone_file_line: 'example.com. IN MX 10 mx.box.test.',
+      },
     ]);
     t.notOk(records.some((r) => 'reason' in r), 'no reason before a check');
   });
@@ -148,6 +179,36 @@ t.test('expectedRecords', async (t) => {
   });
 });
 
+t.test('zone_file_line: what a zone file (BIND, NSD, Knot) takes as it is', async (t) => {
+  // BIND refuses a character-string over 255 characters ("syntax error"), and a 2048-bit key's record is
+  // about 410: the value a customer copies must come split, each part quoted (RFC 1035 §3.3.14).
+  const key = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA' + 'x'.repeat(340) + 'IDAQAB';
+  const [, dkim] = expectedRecords('example.com', 'mx.box.test', [{ selector: 's1', publicKey: key }]);
+  t.ok(dkim!.value.length > 255);
+  const m = /^s1\._domainkey\.example\.com\. IN TXT ((?:"[^"]*" ?)+)$/.exec(dkim!.zone_file_line);
+  t.ok(m, dkim!.zone_file_line);
+  const strings = [...m![1]!.matchAll(/"([^"]*)"/g)].map((x) => x[1]!);
+  t.ok(strings.length >= 2, 'split into several strings');
+  t.ok(strings.every((x) => x.length <= 255), 'each at most 255 characters');
+  t.equal(strings.join(''), dkim!.value, 'joined (RFC 6376 §3.6.2.2), they are the value');
+
+  t.equal(txtStrings(''), '""', 'an empty value is one empty string');
+  t.equal(txtStrings('a"b\\c'), '"a\\"b\\\\c"', 'quotes and backslashes escaped');
+  t.equal(txtStrings('x'.repeat(255)), `"${'x'.repeat(255)}"`, '255 characters: one string');
+  t.equal(txtStrings('x'.repeat(256)), `"${'x'.repeat(255)}" "x"`, '256: two');
+
+  const srv = expectedRecords('example.com', 'mx.box.test', [], { imaps: 993, submission: 587, pop3s: 995 }).filter((r) => r.record === 'SRV');
+  t.same(
+    srv.map((r) => r.zone_file_line),
+    [
+      '_imaps._tcp.example.com. IN SRV 0 1 993 mx.box.test.',
+      '_submission._tcp.example.com. IN SRV 0 1 587 mx.box.test.',
+      '_pop3s._tcp.example.com. IN SRV 0 1 995 mx.box.test.',
+    ],
+  );
+  t.equal(zoneFileLine({ type: 'CNAME', name: 'a.example.com', value: 'b.example.net' }), 'a.example.com. IN CNAME b.example.net.');
+});
+
 t.test('recordKey', async (t) => {
   const cases: Array<[Pick<DnsRecord, 'record' | 'name'>, string]> = [
     [{ record: 'SPF', name: 'example.com' }, 'SPF'],
@@ -179,6 +240,7 @@ interface Zone {
   txt?: Record<string, string[]>;
   mx?: Record<string, MxRecord[]>;
   a?: Record<string, string[]>;
+  cname?: Record<string, string>;
   servfail?: string[];
 }
 
@@ -196,9 +258,19 @@ function memoryResolver(zone: Zone): DnsResolver & { asked: string[] } {
     a: async (name) => get('A', zone.a, name),
     aaaa: async (name) => get('AAAA', {}, name),
     raw: async (name, rrtype) => {
-      const values: unknown[] =
-        rrtype === 'TXT' ? (zone.txt?.[name] ?? []).map((v) => [v]) : rrtype === 'A' ? (zone.a?.[name] ?? []) : rrtype === 'MX' ? (zone.mx?.[name] ?? []) : [];
       asked.push(`raw ${rrtype} ${name}`);
+      if (zone.servfail?.includes(name)) throw Object.assign(new Error(`query${rrtype} ESERVFAIL ${name}`), { code: 'ESERVFAIL' });
+      const cname = zone.cname?.[name];
+      const values: unknown[] =
+        rrtype === 'TXT'
+          ? (zone.txt?.[name] ?? []).map((v) => [v])
+          : rrtype === 'A'
+            ? (zone.a?.[name] ?? [])
+            : rrtype === 'MX'
+              ? (zone.mx?.[name] ?? [])
+              : rrtype === 'CNAME' && cname
+                ? [cname]
+                : [];
       if (values.length === 0) throw Object.assign(new Error(`queryX ENODATA ${name}`), { code: 'ENODATA' });
       return values;
     },
@@ -212,7 +284,7 @@ t.test('checkRecord', async (t) => {
   const [SPF, DKIM, DMARC, MX] = records as [DnsRecord, DnsRecord, DnsRecord, DnsRecord];
   const boxA = { [HOST]: ['198.51.100.7'] };
 
-  const cases: Array<{ name: string; record: DnsRecord; zone: Zone; status: 'verified' | 'failed'; reason?: RegExp }> = [
+  const cases: Array<{ name: string; record: DnsRecord; zone: Zone; status: 'verified' | 'failed'; reason?: RegExp; transient?: true }> = [
     // SPF, evaluated by mailauth from the box's address
     { name: 'SPF a:<host> authorises the box', record: SPF, zone: { a: boxA, txt: { [DOMAIN]: [SPF.value] } }, status: 'verified' },
     {
@@ -255,7 +327,72 @@ t.test('checkRecord', async (t) => {
       status: 'failed',
       reason: /does not name mx\.box\.test/,
     },
-    { name: 'SERVFAIL on the SPF look-up', record: SPF, zone: { servfail: [DOMAIN] }, status: 'failed', reason: /^DNS TXT look-up for example\.com failed \(ESERVFAIL\); try again later$/ },
+    {
+      name: 'SERVFAIL on the SPF look-up',
+      record: SPF,
+      zone: { servfail: [DOMAIN] },
+      status: 'failed',
+      reason: /^DNS TXT look-up for example\.com failed \(ESERVFAIL\); try again later$/,
+      transient: true,
+    },
+    // Regression (found against BIND + Unbound): mailauth skipped an include: answered SERVFAIL and went on
+    // (RFC 7208 §5.2 makes it a temperror), and a temperror was reported as "does not authorise …; add a:".
+    {
+      name: 'SPF whose include: is answered SERVFAIL: a DNS failure, not an SPF verdict',
+      record: SPF,
+      zone: { a: boxA, txt: { [DOMAIN]: [`v=spf1 include:_spf.provider.test a:${HOST} ~all`] }, servfail: ['_spf.provider.test'] },
+      status: 'failed',
+      reason: /^DNS TXT look-up for _spf\.provider\.test failed \(ESERVFAIL\); try again later$/,
+      transient: true,
+    },
+    {
+      name: "SERVFAIL on the box's own address",
+      record: SPF,
+      zone: { txt: { [DOMAIN]: [SPF.value] }, servfail: [HOST] },
+      status: 'failed',
+      reason: /^DNS A look-up for mx\.box\.test failed \(ESERVFAIL\)/,
+      transient: true,
+    },
+    {
+      name: 'SPF with a syntax error: permerror, said as such',
+      record: SPF,
+      zone: { a: boxA, txt: { [DOMAIN]: [`v=spf1 a:${HOST} ~al`] } },
+      status: 'failed',
+      reason: /^The SPF record at example\.com is invalid \(permerror: Unknown mechanism al\)/,
+    },
+    // Regression: receivers read a record only when it begins exactly with v=spf1 (RFC 7208 §4.5); the check
+    // trimmed it first and passed a record strict receivers ignore.
+    {
+      name: 'SPF with a leading blank',
+      record: SPF,
+      zone: { a: boxA, txt: { [DOMAIN]: [` ${SPF.value}`] } },
+      status: 'failed',
+      reason: /starts with a blank .*remove the leading space/,
+    },
+    { name: 'SPF with a trailing blank is fine', record: SPF, zone: { a: boxA, txt: { [DOMAIN]: [`${SPF.value} `] } }, status: 'verified' },
+    {
+      name: 'SPF pasted with its quotation marks',
+      record: SPF,
+      zone: { a: boxA, txt: { [DOMAIN]: [`"${SPF.value}"`] } },
+      status: 'failed',
+      reason: /has quotation marks inside its value .*without the quotes/,
+    },
+    {
+      name: 'a second SPF record with a leading blank counts (receivers that trim see two)',
+      record: SPF,
+      zone: { a: boxA, txt: { [DOMAIN]: [SPF.value, ' v=spf1 -all'] } },
+      status: 'failed',
+      reason: /^2 SPF records found/,
+    },
+    // Regression: a name entered in full at a DNS host that appends the zone (or without its trailing dot
+    // in a zone file) lands at <name>.<domain>; the reason only said "not found".
+    {
+      name: 'SPF at the doubled name',
+      record: SPF,
+      zone: { a: boxA, txt: { [`${DOMAIN}.${DOMAIN}`]: [SPF.value] } },
+      status: 'failed',
+      reason: /^No SPF record \(v=spf1\) found at example\.com; one was found at example\.com\.example\.com: .*Enter the name as @, or in full with a trailing dot \(example\.com\.\)$/,
+    },
     // DKIM
     { name: 'DKIM exactly as asked', record: DKIM, zone: { txt: { [DKIM.name]: [DKIM.value] } }, status: 'verified' },
     {
@@ -268,7 +405,37 @@ t.test('checkRecord', async (t) => {
     { name: 'DKIM with a revoked (empty) key', record: DKIM, zone: { txt: { [DKIM.name]: ['v=DKIM1; p='] } }, status: 'failed', reason: /does not carry/ },
     { name: 'DKIM with a wrong version', record: DKIM, zone: { txt: { [DKIM.name]: ['v=DKIM2; p=MIIBgoodkey+/=='] } }, status: 'failed', reason: /does not carry/ },
     { name: 'no DKIM record', record: DKIM, zone: {}, status: 'failed', reason: /^No DKIM record found at s1\._domainkey\.example\.com$/ },
-    { name: 'SERVFAIL on the DKIM look-up', record: DKIM, zone: { servfail: [DKIM.name] }, status: 'failed', reason: /ESERVFAIL/ },
+    { name: 'SERVFAIL on the DKIM look-up', record: DKIM, zone: { servfail: [DKIM.name] }, status: 'failed', reason: /ESERVFAIL/, transient: true },
+    {
+      name: 'DKIM at the doubled name',
+      record: DKIM,
+      zone: { txt: { [`${DKIM.name}.${DOMAIN}`]: [DKIM.value] } },
+      status: 'failed',
+      reason: /one was found at s1\._domainkey\.example\.com\.example\.com: .*Enter the name as s1\._domainkey, or in full with a trailing dot \(s1\._domainkey\.example\.com\.\)$/,
+    },
+    {
+      name: 'DKIM name is a CNAME to a name without the record',
+      record: DKIM,
+      zone: { cname: { [DKIM.name]: 's1.dkim.provider.test.' } },
+      status: 'failed',
+      reason: /^No DKIM record found at s1\._domainkey\.example\.com; s1\._domainkey\.example\.com is a CNAME to s1\.dkim\.provider\.test, which has no such TXT record$/,
+    },
+    // Regression: a verifier reads one TXT record at a selector (mailauth the first); the check passed when
+    // any one of several carried the key.
+    {
+      name: 'DKIM: this key and a stale one at the same name',
+      record: DKIM,
+      zone: { txt: { [DKIM.name]: ['v=DKIM1; k=rsa; p=MIIBstalekey', DKIM.value] } },
+      status: 'failed',
+      reason: /^2 TXT records found at s1\._domainkey\.example\.com, one with this domain's key: a verifier reads only one/,
+    },
+    {
+      name: 'DKIM pasted with its quotation marks',
+      record: DKIM,
+      zone: { txt: { [DKIM.name]: [`"${DKIM.value}"`] } },
+      status: 'failed',
+      reason: /has quotation marks inside its value/,
+    },
     // DMARC
     { name: 'DMARC as asked', record: DMARC, zone: { txt: { [DMARC.name]: [DMARC.value] } }, status: 'verified' },
     { name: 'DMARC p=reject, other tags', record: DMARC, zone: { txt: { [DMARC.name]: ['v=DMARC1;p=Reject;pct=100'] } }, status: 'verified' },
@@ -276,6 +443,20 @@ t.test('checkRecord', async (t) => {
     { name: 'DMARC without a policy', record: DMARC, zone: { txt: { [DMARC.name]: ['v=DMARC1; rua=mailto:x@y.z'] } }, status: 'failed', reason: /no valid p= policy/ },
     { name: 'two DMARC records', record: DMARC, zone: { txt: { [DMARC.name]: ['v=DMARC1; p=none', 'v=DMARC1; p=reject'] } }, status: 'failed', reason: /^2 DMARC records/ },
     { name: 'no DMARC record', record: DMARC, zone: { txt: { [DMARC.name]: ['v=spf1 -all'] } }, status: 'failed', reason: /^No DMARC record/ },
+    {
+      name: 'DMARC at the doubled name',
+      record: DMARC,
+      zone: { txt: { [`${DMARC.name}.${DOMAIN}`]: [DMARC.value] } },
+      status: 'failed',
+      reason: /one was found at _dmarc\.example\.com\.example\.com: .*Enter the name as _dmarc,/,
+    },
+    {
+      name: 'DMARC pasted with its quotation marks',
+      record: DMARC,
+      zone: { txt: { [DMARC.name]: [`"${DMARC.value}"`] } },
+      status: 'failed',
+      reason: /has quotation marks inside its value/,
+    },
     // MX
     { name: 'MX at the box', record: MX, zone: { mx: { [DOMAIN]: [{ exchange: HOST, priority: 10 }] } }, status: 'verified' },
     {
@@ -284,8 +465,29 @@ t.test('checkRecord', async (t) => {
       zone: { mx: { [DOMAIN]: [{ exchange: 'backup.example.com', priority: 5 }, { exchange: HOST, priority: 20 }] } },
       status: 'verified',
     },
-    { name: 'MX elsewhere', record: MX, zone: { mx: { [DOMAIN]: [{ exchange: 'mx.other.test', priority: 10 }] } }, status: 'failed', reason: /do not point at mx\.box\.test/ },
+    {
+      name: 'MX elsewhere',
+      record: MX,
+      zone: { mx: { [DOMAIN]: [{ exchange: 'mx.other.test', priority: 10 }] } },
+      status: 'failed',
+      reason: /^The MX records of example\.com do not point at mx\.box\.test \(found: 10 mx\.other\.test\)$/,
+    },
+    // Regression: an MX target written without its trailing dot in a zone file gets the zone appended.
+    {
+      name: 'MX target without its trailing dot',
+      record: MX,
+      zone: { mx: { [DOMAIN]: [{ exchange: `${HOST}.${DOMAIN}`, priority: 10 }] } },
+      status: 'failed',
+      reason: /\(found: 10 mx\.box\.test\.example\.com\): .*without its trailing dot.*enter mx\.box\.test\. \(with the dot\)$/,
+    },
     { name: 'no MX', record: MX, zone: {}, status: 'failed', reason: /^No MX record found at example\.com$/ },
+    {
+      name: 'MX at the doubled name',
+      record: MX,
+      zone: { mx: { [`${DOMAIN}.${DOMAIN}`]: [{ exchange: HOST, priority: 10 }] } },
+      status: 'failed',
+      reason: /^No MX record found at example\.com; one was found at example\.com\.example\.com/,
+    },
   ];
 
   for (const c of cases) {
@@ -294,6 +496,7 @@ t.test('checkRecord', async (t) => {
     t.equal(result.status, c.status, `${c.name}: status`);
     if (c.reason) t.match(result.reason, c.reason, `${c.name}: reason`);
     else t.notOk(result.reason, `${c.name}: no reason`);
+    t.equal(result.transient === true, c.transient === true, `${c.name}: ${c.transient ? 'transient' : 'an answer, not a DNS failure'}`);
   }
 
   t.test('a resolver that throws something unexpected is a failed check, not an exception', async (t) => {

@@ -40,6 +40,11 @@ export const DnsRecord = z
     required: z.boolean(),
     status: z.enum(['pending', 'verified', 'failed']),
     reason: z.string().optional(),
+    zone_file_line: z
+      .string()
+      .describe(
+        'the record as one zone-file line (BIND, NSD, Knot): absolute name with its trailing dot, a TXT value split into quoted strings of at most 255 characters, as a DKIM key needs',
+      ),
   })
   .meta({ id: 'DnsRecord' });
 
