@@ -27,7 +27,12 @@ export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_00
           return value;
         },
         (error: unknown) => {
-          if (NEGATIVE.has((error as NodeJS.ErrnoException)?.code ?? '')) store({ error });
+          const code = (error as NodeJS.ErrnoException)?.code ?? '';
+          if (NEGATIVE.has(code)) store({ error });
+          // mailauth's SPF takes an unanswered look-up as a temperror only when the error says so: it knows
+          // ETIMEOUT and EREFUSED, and skips an `include:` that fails otherwise (SERVFAIL, say), which can
+          // turn a temperror into a fail (RFC 7208 §5.2 says temperror). Its DKIM and DMARC ignore the mark.
+          else if (error && typeof error === 'object') Object.assign(error, { spfResult: { error: 'temperror', text: `DNS ${code || 'error'} looking up ${name}` } });
           throw error;
         },
       );

@@ -46,7 +46,9 @@ export interface InboundMessage {
 
 export type ReceiveResult =
   | { status: 'accepted'; queueId: string; junk: boolean }
-  | { status: 'refused'; reason: 'dmarc_reject'; message: string };
+  | { status: 'refused'; reason: 'dmarc_reject'; message: string }
+  /** Not accepted for now: the sender should try again (a DMARC failure that rests on an unanswered look-up). */
+  | { status: 'deferred'; reason: 'dmarc_temperror'; message: string };
 
 /** Mailbox delivery, wired by the composition root once a mail store exists (services/inbound-mailbox.ts). */
 export type MailboxDelivery = (raw: Buffer, routes: Array<Extract<RecipientRoute, { kind: 'mailbox' }>>, opts: { junk: boolean; mailFrom: string }) => Promise<void>;
@@ -119,6 +121,13 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const dmarc = auth?.dmarc;
     const dmarcReject = Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'reject');
     if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
+      // A failure that rests on a look-up the DNS did not answer (an SPF temperror, a DKIM key not fetched)
+      // is not a verdict (RFC 7208 §2.6.6, RFC 6376 §6.1.2): the sender is asked to try again, not refused
+      // for good over our resolver's or their DNS host's bad minute.
+      if (auth && (auth.spf === 'temperror' || auth.dkim.includes('temperror'))) {
+        log.info({ queueId, from: message.mailFrom, domain: dmarc?.domain ?? null, spf: auth.spf, dkim: auth.dkim }, 'deferred: DMARC reject rests on a DNS temperror');
+        return { status: 'deferred', reason: 'dmarc_temperror', message: `DMARC could not be checked for ${dmarc?.domain ?? 'its domain'} (a DNS look-up went unanswered), try again later` };
+      }
       log.info({ queueId, from: message.mailFrom, domain: dmarc ? dmarc.domain : null }, 'refused: DMARC policy reject');
       return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc?.domain ?? 'its domain'} publishes p=reject` };
     }

@@ -5,7 +5,8 @@
 //             550 5.7.1 (no relaying), more than MAX_RECIPIENTS 452 4.5.3
 //   DATA      read up to the size limit (552 5.3.4 past it); reports addressed to us parsed here (pure
 //             codecs in ./reports/); services/inbound.ts authenticates and stores; 250 only after it
-//             committed; DMARC reject 550 5.7.1; anything unexpected 451 4.3.0 (the sender retries).
+//             committed; DMARC reject 550 5.7.1 (451 4.7.0 when a DNS look-up of the check went unanswered);
+//             anything unexpected 451 4.3.0 (the sender retries).
 // STARTTLS with the box's certificate; no AUTH on the MX. Nothing a client sends can throw out of a hook.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -49,6 +50,7 @@ export const MX_REPLIES = {
   tooBig: { code: 552, text: '5.3.4 Message too big for system' },
   noRecipients: { code: 503, text: '5.5.1 No valid recipients' },
   dmarcReject: { code: 550, text: '5.7.1' },
+  dmarcUnsure: { code: 451, text: '4.7.0' },
   temporary: { code: 451, text: '4.3.0 Temporary local problem, please try again later' },
   lookupFailed: { code: 451, text: '4.3.0 Temporary failure looking up the recipient, please try again later' },
 } as const;
@@ -135,6 +137,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
       notices: readNotices(raw, accepted),
     });
     if (result.status === 'refused') throw smtpError(MX_REPLIES.dmarcReject, result.message);
+    if (result.status === 'deferred') throw smtpError(MX_REPLIES.dmarcUnsure, result.message);
     return `2.0.0 Ok: queued as ${result.queueId}`;
   }
 

@@ -239,6 +239,26 @@ t.test('MX listener', async (t) => {
     t.equal((await app.request<{ meta: { total: number } }>('GET', '/inbound')).body.meta.total, before, 'nothing stored');
   });
 
+  // RFC 7208 §5.2: an include: the DNS does not answer makes SPF a temperror. mailauth skipped such an include
+  // (SERVFAIL), so `-all` decided: SPF fail, DMARC fail, and a p=reject sender's real mail refused for good.
+  t.test('a p=reject failure that rests on an unanswered DNS look-up is 451 4.7.0; answered, the retry is accepted', async (t) => {
+    const total = async () => (await app.request<{ meta: { total: number } }>('GET', '/inbound')).body.meta.total;
+    const before = await total();
+    dns.set('TXT', '_dmarc.flaky.example', ['v=DMARC1; p=reject']);
+    dns.set('TXT', 'flaky.example', ['v=spf1 include:_spf.provider.example -all']);
+    dns.fail('_spf.provider.example');
+    const raw = buildMessage({ from: 'Billing <billing@flaky.example>', to: 'finance@hooks.example', subject: 'Invoice, DNS having a bad minute' });
+    const res = await smtpSend(mxPort, { from: 'billing@flaky.example', to: ['finance@hooks.example'] }, raw);
+    t.equal(res.code, 451, res.response);
+    t.match(res.response, /^451 4\.7\.0 DMARC could not be checked for flaky\.example .*try again later/);
+    t.equal(await total(), before, 'nothing stored');
+
+    dns.set('TXT', '_spf.provider.example', ['v=spf1 ip4:127.0.0.1 -all']);
+    const retry = await smtpSend(mxPort, { from: 'billing@flaky.example', to: ['finance@hooks.example'] }, raw);
+    t.ok(retry.ok, retry.response);
+    t.equal(await total(), before + 1, 'stored once the look-up is answered');
+  });
+
   t.test('a forged Authentication-Results naming this box is removed', async (t) => {
     const raw = buildMessage({ from: 'bob@nodmarc.example', to: 'x@hooks.example', subject: 'Trust me', headers: { 'Authentication-Results': 'mx.appliance.test; dkim=pass header.d=bank.example' } });
     const res = await smtpSend(mxPort, { from: 'bob@nodmarc.example', to: ['x@hooks.example'] }, raw);
