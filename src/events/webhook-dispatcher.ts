@@ -15,6 +15,8 @@ export const EVENTS_INSERT = /^insert into [`"]?events[`"]? /i;
 
 export const DISPATCH_JOB = 'webhook.dispatch';
 export const WEBHOOK_DELIVER_JOB = 'webhook.deliver';
+/** The job lane of an endpoint's deliveries (src/jobs/queue.ts): a slow endpoint's backlog leaves slots to the rest. */
+export const webhookLane = (webhookId: number) => `webhook:${webhookId}`;
 
 /** Events read per transaction. */
 const BATCH = 500;
@@ -89,10 +91,10 @@ async function dispatchBatch(db: Db, jobs: JobQueue): Promise<number> {
         });
       }
       const specs: JobSpec[] = [];
-      for (const ids of byHook.values()) {
+      for (const [hook, ids] of byHook) {
         for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_GROUP) {
           const payload: DeliverJobPayload = { first: ids.slice(i, i + FIRST_ATTEMPT_GROUP) };
-          specs.push({ kind: WEBHOOK_DELIVER_JOB, payload });
+          specs.push({ kind: WEBHOOK_DELIVER_JOB, payload, lane: webhookLane(hook) });
         }
       }
       await jobs.enqueueMany(trx, specs);

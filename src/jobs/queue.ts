@@ -6,6 +6,13 @@
 // Delivery is at-least-once: a job whose worker died is run again once its lease expires (and every lease
 // is released when the appliance starts, since one process owns the database). Handlers must therefore be
 // idempotent in effect.
+//
+// Lanes: a job may name a lane (the destination it waits on: a recipient domain, a webhook endpoint). At most
+// `laneConcurrency` jobs of one lane run at once; the lane's other leased jobs wait in memory, holding no
+// slot, and start as its running ones finish, oldest first. Without this a backlog for one slow destination
+// took every slot (each job waiting there for a connection), and an email to any other domain waited behind
+// the whole backlog. Waiting jobs are bounded (`maxParked`); past that the worker leases nothing more until
+// they drain, as it did before lanes (Postfix's active queue has the same bound, qmgr_message_active_limit).
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Batcher, insertRows } from '../db/batcher.js';
@@ -18,6 +25,8 @@ export interface Job<P = unknown> {
   runAt: Date;
   /** Runs started so far, this one included. */
   attempts: number;
+  /** The lane it waits in (see above), or null. */
+  lane: string | null;
 }
 
 /**
@@ -33,11 +42,15 @@ export interface JobSpec {
   payload: unknown;
   /** Due from then on; now when omitted. */
   runAt?: Date;
+  /** The lane (see above). */
+  lane?: string | null;
 }
 
 export interface EnqueueOptions {
   /** Due from then on; now when omitted. */
   runAt?: Date;
+  /** The lane (see above). */
+  lane?: string | null;
   /** At most one job per key: a second enqueue with the same key is ignored while the first exists. */
   dedupeKey?: string;
 }
@@ -53,9 +66,13 @@ export interface WorkerOptions {
   pollMs: number;
   /** A handler that throws this many times is buried (state dead) for an operator to look at. */
   maxAttempts: number;
+  /** Jobs of one lane running at once (default: half of `concurrency`, but at least two, or all when fewer). */
+  laneConcurrency?: number;
+  /** Leased jobs waiting for their lane, at most (the worker leases nothing more past it). */
+  maxParked: number;
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 32, batch: 64, leaseMs: 5 * 60_000, pollMs: 250, maxAttempts: 10 };
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 32, batch: 64, leaseMs: 5 * 60_000, pollMs: 250, maxAttempts: 10, maxParked: 20_000 };
 
 interface JobRow {
   id: number;
@@ -63,6 +80,7 @@ interface JobRow {
   payload: string;
   run_at: number;
   attempts: number;
+  lane: string | null;
 }
 
 /** Wait after the n-th thrown error: 10 s, 20 s, 40 s … capped at an hour. */
@@ -73,7 +91,13 @@ export function errorBackoffMs(attempts: number): number {
 export class JobQueue {
   private readonly handlers = new Map<string, JobHandler>();
   private readonly running = new Set<Promise<void>>();
-  private readonly opts: WorkerOptions;
+  private readonly opts: Required<WorkerOptions>;
+  /** Jobs held by this worker (running or parked), by id: a lease that finds one again does not run it twice. */
+  private readonly held = new Set<number>();
+  /** Per lane: jobs running, and leased jobs waiting for one of them to finish (oldest first). */
+  private readonly lanes = new Map<string, { running: number; parked: Job[] }>();
+  private parked = 0;
+  private renewTimer: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private filling = false;
   private refill = false;
@@ -100,7 +124,14 @@ export class JobQueue {
     private readonly log: Logger,
     opts: Partial<WorkerOptions> = {},
   ) {
-    this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts };
+    const merged = { ...DEFAULT_WORKER_OPTIONS, ...opts };
+    this.opts = { ...merged, laneConcurrency: merged.laneConcurrency ?? Math.max(Math.min(merged.concurrency, 2), Math.floor(merged.concurrency / 2)) };
+  }
+
+  /** Slots the worker may lease for now: free ones, unless as many jobs as allowed wait for their lane. */
+  private freeSlots(): number {
+    if (this.parked >= this.opts.maxParked) return 0;
+    return this.opts.concurrency - this.running.size - this.reserved;
   }
 
   /**
@@ -115,6 +146,7 @@ export class JobQueue {
       run_at: (opts.runAt ?? this.clock.now()).getTime(),
       created_at: now,
       dedupe_key: opts.dedupeKey ?? null,
+      lane: opts.lane ?? null,
     };
     let id: number;
     try {
@@ -151,6 +183,7 @@ export class JobQueue {
       dedupe_key: null,
       lease_until: null as number | null,
       attempts: 0,
+      lane: s.lane ?? null,
     }));
     const due = rows.filter((r) => r.run_at <= now);
     const handed = due.slice(0, this.reserve(due.length));
@@ -172,7 +205,7 @@ export class JobQueue {
   /** Free slots for jobs enqueued already leased (none unless the worker runs and nothing older is due). */
   private reserve(n: number): number {
     if (!this.started || this.stopped || this.mayHaveDue) return 0;
-    const k = Math.max(0, Math.min(n, this.opts.concurrency - this.running.size - this.reserved));
+    const k = Math.max(0, Math.min(n, this.freeSlots()));
     this.reserved += k;
     return k;
   }
@@ -181,7 +214,7 @@ export class JobQueue {
   private adopt(rows: JobRow[]): void {
     this.reserved -= rows.length;
     if (this.stopped) return; // they keep their leases, which the next start() releases
-    for (const r of rows) this.launch({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload) as unknown, runAt: new Date(r.run_at), attempts: r.attempts });
+    for (const r of rows) this.launch(jobOf(r));
   }
 
   /** Wakes the worker once `q`'s transaction commits (at once when `q` is not a transaction). */
@@ -239,6 +272,18 @@ export class JobQueue {
   async stop(graceMs?: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.renewTimer);
+    // Parked jobs never started: their leases go, and the attempt their lease counted.
+    const parked: number[] = [];
+    for (const lane of this.lanes.values()) for (const job of lane.parked.splice(0)) parked.push(job.id);
+    this.parked = 0;
+    for (let i = 0; i < parked.length; i += 500) {
+      const chunk = parked.slice(i, i + 500);
+      await execute(this.db, `UPDATE jobs SET lease_until = NULL, attempts = attempts - 1 WHERE id IN (${placeholders(chunk.length)})`, chunk).catch((err: unknown) =>
+        this.log.error({ err }, 'job queue: could not release the leases of parked jobs (start() will)'),
+      );
+    }
+    for (const id of parked) this.held.delete(id);
     const settled = Promise.allSettled([...this.running]);
     if (graceMs === undefined) {
       await settled;
@@ -267,7 +312,7 @@ export class JobQueue {
   async drain(): Promise<number> {
     let ran = 0;
     for (;;) {
-      const free = this.opts.concurrency - this.running.size - this.reserved;
+      const free = this.freeSlots();
       const jobs = free > 0 ? await this.lease(Math.min(free, this.opts.batch)) : [];
       for (const job of jobs) this.launch(job);
       ran += jobs.length;
@@ -298,11 +343,13 @@ export class JobQueue {
       do {
         this.refill = false;
         while (!this.stopped) {
-          const free = this.opts.concurrency - this.running.size - this.reserved;
+          const free = this.freeSlots();
           if (free <= 0) break;
-          const jobs = await this.lease(Math.min(free, this.opts.batch));
+          const want = Math.min(free, this.opts.batch);
+          const leased = await this.lease(want);
+          const jobs = leased.filter((j) => !this.held.has(j.id));
           for (const job of jobs) this.launch(job);
-          if (jobs.length < Math.min(free, this.opts.batch)) {
+          if (leased.length < want) {
             // Everything due was taken, unless a wake came in meanwhile (then `refill` looks again).
             if (!this.refill) this.mayHaveDue = false;
             break;
@@ -330,20 +377,77 @@ export class JobQueue {
          SELECT id FROM jobs
          WHERE state = 'ready' AND run_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
          ORDER BY run_at, id LIMIT ?)
-       RETURNING id, kind, payload, run_at, attempts`,
+       RETURNING id, kind, payload, run_at, attempts, lane`,
       [now + this.opts.leaseMs, now, now, limit],
     );
-    return rows
-      .sort((a, b) => a.run_at - b.run_at || a.id - b.id)
-      .map((r) => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload) as unknown, runAt: new Date(Number(r.run_at)), attempts: r.attempts }));
+    return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id).map(jobOf);
   }
 
+  /** Runs a job now, or parks it when its lane is full. A job this worker holds already is not run twice. */
   private launch(job: Job): void {
+    if (this.held.has(job.id)) return;
+    this.held.add(job.id);
+    if (job.lane !== null) {
+      let lane = this.lanes.get(job.lane);
+      if (!lane) this.lanes.set(job.lane, (lane = { running: 0, parked: [] }));
+      if (lane.running >= this.opts.laneConcurrency) {
+        lane.parked.push(job);
+        this.parked++;
+        this.renewParkedLeases();
+        return;
+      }
+      lane.running++;
+    }
+    this.run(job);
+  }
+
+  private run(job: Job): void {
     const p: Promise<void> = this.execute(job).finally(() => {
       this.running.delete(p);
+      this.held.delete(job.id);
+      if (job.lane !== null) this.laneFinished(job.lane);
       if (this.mayHaveDue) this.kick();
     });
     this.running.add(p);
+  }
+
+  /** A job of `name` finished: its oldest parked job starts in its place. */
+  private laneFinished(name: string): void {
+    const lane = this.lanes.get(name)!;
+    lane.running--;
+    const next = this.stopped ? undefined : lane.parked.shift();
+    if (next) {
+      this.parked--;
+      lane.running++;
+      this.run(next);
+    } else if (lane.running === 0) {
+      this.lanes.delete(name);
+    }
+  }
+
+  /**
+   * Parked jobs keep their leases while they wait (which may be longer than a lease: a slow destination's
+   * backlog), renewed every third of a lease while any is parked; otherwise they would be due again and each
+   * lease would find them first, before any other work.
+   */
+  private renewParkedLeases(): void {
+    if (this.renewTimer) return;
+    this.renewTimer = setInterval(() => {
+      const ids = [...this.lanes.values()].flatMap((l) => l.parked.map((j) => j.id));
+      if (ids.length === 0) {
+        clearInterval(this.renewTimer);
+        this.renewTimer = undefined;
+        return;
+      }
+      const until = this.clock.now().getTime() + this.opts.leaseMs;
+      void (async () => {
+        for (let i = 0; i < ids.length; i += 500) {
+          const chunk = ids.slice(i, i + 500);
+          await execute(this.db, `UPDATE jobs SET lease_until = ? WHERE id IN (${placeholders(chunk.length)})`, [until, ...chunk]);
+        }
+      })().catch((err: unknown) => this.log.error({ err }, 'job queue: could not renew the leases of parked jobs'));
+    }, Math.max(1000, Math.floor(this.opts.leaseMs / 3)));
+    this.renewTimer.unref();
   }
 
   private async execute(job: Job): Promise<void> {
@@ -375,3 +479,12 @@ export class JobQueue {
     }
   }
 }
+
+const jobOf = (r: JobRow): Job => ({
+  id: r.id,
+  kind: r.kind,
+  payload: JSON.parse(r.payload) as unknown,
+  runAt: new Date(Number(r.run_at)),
+  attempts: r.attempts,
+  lane: r.lane ?? null,
+});

@@ -31,6 +31,17 @@ import { SendLedger } from './quotas.js';
 
 export const DELIVER_JOB = 'email.deliver';
 
+/**
+ * The job lane of an email's delivery (src/jobs/queue.ts): its recipients' domain when they share one, so that
+ * a backlog for one destination runs at most half the delivery slots and leaves the rest to other domains.
+ * An email to several domains, or a test-mode one (nothing leaves the box), has none.
+ */
+function deliveryLane(email: Pick<EmailRow, 'mode'>, recipients: Array<{ domain: string; status: RecipientStatus }>): string | null {
+  if (email.mode === 'test') return null;
+  const domains = new Set(recipients.filter((r) => r.status !== 'suppressed').map((r) => r.domain));
+  return domains.size === 1 ? `to:${[...domains][0]!}` : null;
+}
+
 /** Spec, Limits: per-request limits checked after validation (422). */
 export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
@@ -330,7 +341,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const attachments: Array<Omit<AttachmentRow, 'id'>> = [];
   const timeline: TimelineRow[] = [];
   const events: Array<Omit<EventRow, 'id'>> = [];
-  const jobs: Array<{ email: EmailRow; runAt: Date }> = [];
+  const jobs: Array<{ email: EmailRow; runAt: Date; lane: string | null }> = [];
   const sources: Array<{ email_id: number; raw: Buffer }> = [];
 
   for (const [n, { item, publicId }] of accepted.entries()) {
@@ -394,7 +405,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       timeline.push(timelineRow(email, at, 'failed', { reason: 'every recipient is on the suppression list', suppressed: blocked }));
       events.push(emailEventRow(email, at, 'email.failed', { reason: 'every recipient is on the suppression list' }));
     } else {
-      jobs.push({ email, runAt: scheduled ?? at });
+      jobs.push({ email, runAt: scheduled ?? at, lane: deliveryLane(email, mine) });
     }
     results[accepted[n]!.i] = { id: publicId, replayed: false };
   }
@@ -405,7 +416,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   // Round 2: the emails, their jobs, webhook events and the quota counts; round 3, the emails' children
   // (their foreign keys need the emails written).
   await settleAll([
-    ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt })), ids.jobs),
+    ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt, lane: j.lane })), ids.jobs),
     insertRows(trx, 'emails', emails),
     recordEvents(trx, events),
     ledger.save(),

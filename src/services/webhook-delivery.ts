@@ -14,7 +14,7 @@ import { Batcher } from '../db/batcher.js';
 import { readsOf, type Queryable } from '../db/index.js';
 import { HOUR, MINUTE, SECOND } from '../core/clock.js';
 import type { Job, JobOutcome } from '../jobs/queue.js';
-import { WEBHOOK_DELIVER_JOB, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
+import { WEBHOOK_DELIVER_JOB, webhookLane, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
 import { postWebhook, type WebhookResponse } from '../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../events/webhook-signature.js';
 import { recordAlert } from './alerts.js';
@@ -256,7 +256,7 @@ export async function recordAttempt(
     }
     if (retryAt && retryJob) {
       const payload: DeliverJobPayload = { deliveryId: delivery.id };
-      await ctx.jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload, { runAt: retryAt });
+      await ctx.jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload, { runAt: retryAt, lane: webhookLane(hook.id) });
     }
     return { retryAt, delivery: { ...current, ...changes } };
   });

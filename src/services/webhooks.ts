@@ -7,7 +7,7 @@ import { HOUR, MINUTE } from '../core/clock.js';
 import { badRequest, forbidden, notFound } from '../core/errors.js';
 import { randomBase62 } from '../core/ids.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
-import { WEBHOOK_DELIVER_JOB, eventBody, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
+import { WEBHOOK_DELIVER_JOB, eventBody, webhookLane, type DeliverJobPayload } from '../events/webhook-dispatcher.js';
 import { AddressRefused, checkWebhookHost } from '../events/webhook-http.js';
 import type { EventType } from '../events/types.js';
 import { limitsFor } from './limits.js';
@@ -273,7 +273,7 @@ export async function batchReplay(ctx: AppContext, teamId: string, id: string, i
     }
     for (const deliveryId of ids) {
       const payload: DeliverJobPayload = { deliveryId, replay: true };
-      await ctx.jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload);
+      await ctx.jobs.enqueue(trx, WEBHOOK_DELIVER_JOB, payload, { lane: webhookLane(hook.id) });
     }
     const [{ n }] = (await base.clone().count({ n: '*' })) as [{ n: number }];
     return { replayed: ids.length, remaining: Number(n) };

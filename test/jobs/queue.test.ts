@@ -334,3 +334,124 @@ t.test('a handler that ends its job in its own transaction answers FINISHED: the
   t.equal(left?.kind, 'flaky', 'the job is still there');
   t.match(left?.last_error, /could not be recorded/);
 });
+
+// ── Lanes ──────────────────────────────────────────────────────────────────────────────────────────────
+
+/** A handler whose jobs in lane 'to:slow' wait until released; it logs every start. */
+function gated(queue: JobQueue) {
+  const started: string[] = [];
+  const waiting: Array<() => void> = [];
+  let running = 0;
+  let peak = 0;
+  queue.register('d', async (job: Job) => {
+    const { name } = job.payload as { name: string };
+    started.push(name);
+    if (job.lane !== 'to:slow') return;
+    peak = Math.max(peak, ++running);
+    await new Promise<void>((r) => waiting.push(r));
+    running--;
+  });
+  return {
+    started,
+    get peak() {
+      return peak;
+    },
+    releaseAll: () => waiting.splice(0).forEach((r) => r()),
+    waiting: () => waiting.length,
+  };
+}
+
+async function until(what: string, ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+}
+
+t.test('a lane runs at most laneConcurrency jobs; its backlog waits without a slot while other work runs', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 4, laneConcurrency: 2, batch: 10 });
+  const h = gated(queue);
+  for (let i = 0; i < 10; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.enqueueMany(ctx.db, [
+    { kind: 'd', payload: { name: 'fast' }, lane: 'to:fast' },
+    { kind: 'd', payload: { name: 'plain' } },
+  ]);
+  await queue.start();
+  await until('the other lanes to run', () => h.started.includes('fast') && h.started.includes('plain'));
+  t.equal(h.waiting(), 2, 'two of the slow lane run; the other eight wait for them, not for slots');
+  t.same(h.started.filter((n) => n.startsWith('slow')), ['slow0', 'slow1'], 'oldest first');
+
+  // Work enqueued later, in another lane, still gets a slot at once.
+  await queue.enqueue(ctx.db, 'd', { name: 'later' }, { lane: 'to:other' });
+  await until('the later job', () => h.started.includes('later'));
+
+  for (let round = 0; round < 5; round++) {
+    await until('the lane to fill', () => h.waiting() === 2);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.equal(h.peak, 2, 'never more than two of the lane at once');
+  t.same(h.started.filter((n) => n.startsWith('slow')), Array.from({ length: 10 }, (_, i) => `slow${i}`), 'each once, in order');
+  t.equal(Number((await ctx.db('jobs').count({ n: '*' }).first())?.n), 0, 'all done');
+});
+
+t.test('parked jobs keep their leases while they wait: a later lease does not run them twice', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, leaseMs: 3000 });
+  const h = gated(queue);
+  for (let i = 0; i < 4; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  // The renewal runs every second (a third of the lease, at least 1 s): the parked jobs' leases move on.
+  const before = (await ctx.db('jobs').whereNot('id', 1).max({ m: 'lease_until' }).first())?.m as number;
+  clock.advance(2 * SECOND);
+  await new Promise((r) => setTimeout(r, 1300));
+  const after = (await ctx.db('jobs').whereNot('id', 1).min({ m: 'lease_until' }).first())?.m as number;
+  t.ok(after > before, 'renewed');
+  // Past every lease: a lease takes them all again, and none runs a second time.
+  clock.advance(10 * SECOND);
+  queue.wake();
+  await new Promise((r) => setTimeout(r, 100));
+  t.same(h.started, ['slow0']);
+  for (let i = 0; i < 4; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.same(h.started, ['slow0', 'slow1', 'slow2', 'slow3'], 'each exactly once');
+});
+
+t.test('at most maxParked jobs wait for their lane: past it nothing more is leased', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, maxParked: 3 });
+  const h = gated(queue);
+  for (let i = 0; i < 10; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await new Promise((r) => setTimeout(r, 100));
+  const leased = Number((await ctx.db('jobs').whereNotNull('lease_until').count({ n: '*' }).first())?.n);
+  t.equal(leased, 4, 'one running and three parked are leased; the other six wait in the table');
+  for (let i = 0; i < 10; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.equal(h.started.length, 10);
+});
+
+t.test('a graceful stop releases the leases of parked jobs (they never ran)', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10 });
+  const h = gated(queue);
+  for (let i = 0; i < 3; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await new Promise((r) => setTimeout(r, 50));
+  const stopping = queue.stop();
+  h.releaseAll();
+  await stopping;
+  const left = await ctx.db('jobs').select('payload', 'lease_until', 'attempts').orderBy('id');
+  t.same(
+    left.map((r: { payload: string; lease_until: number | null; attempts: number }) => [JSON.parse(r.payload).name, r.lease_until, r.attempts]),
+    [
+      ['slow1', null, 0],
+      ['slow2', null, 0],
+    ],
+    'the two parked ones wait unleased, no attempt counted; the running one finished',
+  );
+});

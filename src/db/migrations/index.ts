@@ -9,6 +9,7 @@ import * as mailstore from './006-mailstore.js';
 import * as inbound from './007-inbound.js';
 import * as submission from './008-submission.js';
 import * as mailstoreState from './009-mailstore-state.js';
+import * as jobLanes from './010-job-lanes.js';
 
 export interface Migration {
   name: string;
@@ -26,4 +27,5 @@ export const migrations: Migration[] = [
   { name: '007-inbound', ...inbound },
   { name: '008-submission', ...submission },
   { name: '009-mailstore-state', ...mailstoreState },
+  { name: '010-job-lanes', ...jobLanes },
 ];
