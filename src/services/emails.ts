@@ -33,7 +33,8 @@ export const DELIVER_JOB = 'email.deliver';
 
 /**
  * The job lane of an email's delivery (src/jobs/queue.ts): its recipients' domain when they share one, so that
- * a backlog for one destination runs at most half the delivery slots and leaves the rest to other domains.
+ * a backlog for one destination runs at most three quarters of the delivery slots and leaves the rest to other
+ * domains.
  * An email to several domains, or a test-mode one (nothing leaves the box), has none.
  */
 function deliveryLane(email: Pick<EmailRow, 'mode'>, recipients: Array<{ domain: string; status: RecipientStatus }>): string | null {
