@@ -61,14 +61,23 @@ const SPECIFIC: EnhancedRule[] = [
 const SPAM_TEXT =
   /spam|junk|block ?list|black ?list|deny ?list|blocked using|(black|block|deny)listed|listed (on|in|at|by) |spamhaus|spamcop|barracuda|sorbs|uceprotect|abuseat|\bcbl\b|\b[psx]bl\b|\brbl\b|\bdnsbl\b|reputation|unsolicited|banned|delist/i;
 
+// A full mailbox said in words wins over the "try again later" a server appends to it ("452 Mailbox full,
+// try again later" is no rate limit); a sending or rate quota is not a mailbox.
+const MAILBOX_FULL_TEXT = /\b(mail ?box|inbox|disk|storage|user'?s? quota)\b.{0,40}\b(full|exceeded)\b|\bover ?quota\b/i;
+// The recipient's domain does not exist (OpenSMTPD "Domain does not exist", Postfix "Domain not found"): a
+// DNS verdict on the destination, not an unknown mailbox at it, whatever "does not exist" says below.
+const NO_DOMAIN_TEXT = /\bdomain( name)?( [^\s,;:]+)? (does not exist|doesn't exist|not found|is unknown)\b|\b(no such|unknown|non-?existent) domain\b/i;
+
 const TEXT: TextRule[] = [
   { category: 'spam_block', text: SPAM_TEXT },
+  { category: 'mailbox_full', text: MAILBOX_FULL_TEXT },
   {
     category: 'rate_limited',
     text: /rate limit|too many (messages|connections|recipients|emails)|throttl|try again later|slow down|unexpected volume|receiving mail (at a rate|too quickly)|greylist|graylist/i,
     codes: [421, 450, 451, 452],
   },
   { category: 'auth_failure', text: /\bdkim\b|\bspf\b|\bdmarc\b|authenticat/i },
+  { category: 'dns_failure', text: NO_DOMAIN_TEXT },
   {
     category: 'invalid_mailbox',
     text: /user unknown|unknown user|unknown recipient|recipient unknown|recipient ?not ?found|no such (user|recipient|mailbox|address)|mailbox (is )?unavailable|mailbox not found|does not exist|doesn't exist|recipient (address )?rejected|invalid (recipient|mailbox|address)|(?<!sender )address rejected|doesn't have an? .* account|account (is )?(disabled|inactive)/i,
@@ -88,9 +97,10 @@ const TEXT: TextRule[] = [
 ];
 
 const GENERIC: EnhancedRule[] = [
-  { category: 'invalid_mailbox', details: ['1.0', '1.1', '1.2', '1.3', '1.6', '2.1'] },
+  { category: 'invalid_mailbox', details: ['1.0', '1.1', '1.3', '1.6', '2.1'] },
   { category: 'mailbox_full', details: ['3.1'] },
-  { category: 'dns_failure', details: ['4.3', '4.4', '1.8', '1.10'] },
+  // X.1.2 "bad destination system address": the domain does not exist or takes no mail (RFC 3463 §3.2).
+  { category: 'dns_failure', details: ['4.3', '4.4', '1.2', '1.8', '1.10'] },
   { category: 'connection_failed', details: ['4.1', '4.2', '4.7'] },
   { category: 'auth_failure', details: ['7.8', '7.9'] },
   { category: 'content_rejected', details: ['6.0', '6.1', '6.2', '6.3', '6.4', '6.5', '6.6', '7.12', '7.15', '7.16', '7.17', '7.18'] },

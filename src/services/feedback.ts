@@ -6,11 +6,13 @@
 // so a notice addressed there names its email; a notice that reached us otherwise is matched by the
 // returned original's Message-ID (`<em_id@MAIL_HOSTNAME>`). Either way the email must have been sent from
 // the domain the notice came to, so one team cannot touch another's emails. The recipient is the
-// report's Original-Recipient or Final-Recipient (Original-Rcpt-To for ARF), else the email's only one.
+// report's Original-Recipient or Final-Recipient (for ARF: Original-Rcpt-To, or the "for <…>" of the
+// reporting provider's Received header in the enclosed copy), else the email's only one. The enclosed
+// copy's To and Cc never decide: they name every visible recipient and none of the Bcc ones.
 import type { Queryable } from '../db/index.js';
 import { addressKey } from '../core/address.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
-import { classifyBounce } from '../mta/bounce.js';
+import { classifyBounce, enhancedCodeOf } from '../mta/bounce.js';
 import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus } from './email-status.js';
 import { addSuppression } from './suppressions.js';
@@ -46,6 +48,8 @@ export interface ComplaintNotice {
   sourceIp: string | null;
   originalMessageId: string | null;
   originalTo: string[];
+  /** The "for <address>" of the enclosed copy's Received headers: the mailbox the provider delivered it to. */
+  receivedFor: string[];
 }
 
 /** Where a notice arrived: the box's domain it was addressed to, and the em_ id of a VERP address. */
@@ -81,6 +85,11 @@ async function findEmail(q: Queryable, target: NoticeTarget, originalMessageId: 
   return email && email.from_domain.toLowerCase() === target.domain.toLowerCase() ? email : undefined;
 }
 
+/**
+ * The recipient a notice names, else the email's only recipient (a notice that came back to this email's
+ * own return path concerns one of its recipients). With several recipients and none named, nobody: a
+ * guess would bounce, suppress or mark as complaining someone else.
+ */
 function pickRecipient(recipients: RecipientRow[], candidates: Array<string | null | undefined>): RecipientRow | undefined {
   for (const c of candidates) {
     if (!c) continue;
@@ -132,11 +141,14 @@ export async function applyBounce(q: Queryable, at: Date, hostname: string, targ
   const applied: string[] = [];
   for (const n of notice.recipients) {
     if (n.action !== 'failed' && n.action !== 'delayed') continue;
-    const r = pickRecipient(all, [n.originalAddress, n.address, ...(notice.recipients.length === 1 ? notice.originalTo : [])]);
+    const r = pickRecipient(all, [n.originalAddress, n.address]);
     if (!r || r.status === 'complained' || c.recipients.has(r.id)) continue;
     const message = (n.diagnostic ?? `${n.action} (${n.status})`).slice(0, 2000);
     const basic = /^\s*([245]\d\d)\b/.exec(n.diagnostic ?? '');
-    const category = classifyBounce({ code: basic ? Number(basic[1]) : undefined, enhanced: n.status, message });
+    // Classified by the remote server's own reply when it has an enhanced code: a report's Status can be
+    // the reporting MTA's summary (Exim's 5.0.0 "retry timeout exceeded" over "452 4.2.2 Mailbox full").
+    const enhanced = (n.diagnostic ? enhancedCodeOf(n.diagnostic) : undefined) ?? n.status;
+    const category = classifyBounce({ code: basic ? Number(basic[1]) : undefined, enhanced, message });
     const bounce = { bounce_message: message, bounce_code: n.status, bounce_category: category };
     const source = { source: notice.format === 'dsn' ? 'dsn' : 'bounce_message', reporting_mta: notice.reportingMta, remote_mta: n.remoteMta };
     const hard = n.action === 'failed';
@@ -166,7 +178,7 @@ export async function applyComplaint(q: Queryable, at: Date, hostname: string, t
   const email = await findEmail(q, target, notice.originalMessageId, hostname);
   if (!email) return { emailId: null, applied: [] };
   const all = await q<RecipientRow>('email_recipients').where('email_id', email.id).orderBy('id');
-  const r = pickRecipient(all, [...notice.originalRcptTo, ...notice.originalTo]);
+  const r = pickRecipient(all, [...notice.originalRcptTo, ...notice.receivedFor]);
   if (!r || r.status === 'complained') return { emailId: email.public_id, applied: [] };
   const data = { recipient: r.address, feedback_type: notice.feedbackType, user_agent: notice.userAgent, arrival_date: notice.arrivalDate };
   const c: Changes = {

@@ -47,6 +47,7 @@ t.test('parsers', async (t) => {
     sourceIp: '127.0.0.1',
     originalMessageId: original.messageId,
     originalTo: ['carol@dest.example'],
+    receivedFor: [],
   });
 
   const xml = aggregateXml({ domain: 'acme.example', reportId: 'r-1' });

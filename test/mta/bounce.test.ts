@@ -122,6 +122,14 @@ const ROWS: Row[] = [
   { who: 'Exchange Online unknown recipient (no address before the label)', response: '550 5.4.1 Recipient address rejected: Access denied', category: 'invalid_mailbox', code: '5.4.1' },
   { who: 'Relay credentials', response: '535 5.7.8 Authentication credentials invalid', category: 'auth_failure', code: '5.7.8' },
   { who: 'No enhanced code at all', response: '554 Transaction failed', category: 'unknown', code: '5.0.0' },
+  // Found by replaying real bounces (sisimai's corpus, Exim and Postfix DSNs) through the MX.
+  { who: 'Mailbox full, no enhanced code, "try again later"', response: '452 Mailbox full, try again later', category: 'mailbox_full', code: '4.0.0' },
+  { who: 'Over quota, no enhanced code', response: '450 mailbox over quota, try again later', category: 'mailbox_full', code: '4.0.0' },
+  { who: 'Sendmail bad destination system', response: '550 5.1.2 Bad destination system address', category: 'dns_failure', code: '5.1.2' },
+  { who: 'OpenSMTPD domain does not exist', response: '550 Domain does not exist', category: 'dns_failure', code: '5.0.0' },
+  { who: 'Gmail no such user, "does not exist"', response: '550 The email account that you tried to reach does not exist', category: 'invalid_mailbox', code: '5.0.0' },
+  { who: 'Unknown user in a domain', response: '550 unknown user in domain, user does not exist', category: 'invalid_mailbox', code: '5.0.0' },
+  { who: 'A sending quota is no mailbox', response: '451 Sending quota exceeded, try again later', category: 'rate_limited', code: '4.0.0' },
 ];
 
 t.test('provider replies are classified', async (t) => {
