@@ -82,7 +82,10 @@ async function findEmail(q: Queryable, target: NoticeTarget, originalMessageId: 
   const publicId = target.emailPublicId ?? emailIdFromMessageId(originalMessageId, hostname);
   if (!publicId) return undefined;
   const email = await q<EmailRow>('emails').where({ public_id: publicId }).first();
-  return email && email.from_domain.toLowerCase() === target.domain.toLowerCase() ? email : undefined;
+  // A test-mode email never left the box: a report about it is forged or mistaken, and must not bounce it
+  // or put a live address on the suppression list.
+  if (!email || email.mode === 'test') return undefined;
+  return email.from_domain.toLowerCase() === target.domain.toLowerCase() ? email : undefined;
 }
 
 /**

@@ -149,6 +149,18 @@ t.test('end to end over the MX', async (t) => {
     t.equal((await smtpSend(mxPort, { from: '', to: [plain] }, qmailBounce({ to: plain, recipient: 'gina@dest.example', reply: '550 5.7.1 Blocked using Spamhaus', original: originalOf(mid, 'gina@dest.example') }))).code, 550, 'bounces+<not an id> is no return path of ours');
   });
 
+  t.test('a report about a test-mode email (it never left the box) changes nothing, suppresses nothing', async (t) => {
+    const key = (await app.request<{ token: string }>('POST', '/api-keys', { body: { name: 'ci', permission: 'full_access', mode: 'test' } })).body.token;
+    const res = await app.request<{ id: string }>('POST', '/emails', { key, body: { from: 'shop@acme.example', to: ['ivy@dest.example'], subject: 'Test', text: 'x' } });
+    t.equal(res.status, 202);
+    await app.appliance.ctx.jobs.drain();
+    const id = res.body.id;
+    t.equal((await detail(id)).status, 'delivered', 'simulated');
+    t.ok((await smtpSend(mxPort, { from: '', to: [bounceTo(id)] }, dsn({ to: bounceTo(id), recipient: 'ivy@dest.example', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown', original: originalOf(id, 'ivy@dest.example') }))).ok);
+    t.equal((await detail(id)).status, 'delivered', 'not bounced');
+    t.notOk(await suppression('ivy@dest.example'), 'not suppressed');
+  });
+
   t.test("a bounce naming another domain's email changes nothing", async (t) => {
     const id = await sendOne('hank@dest.example');
     const other = await app.request<{ id: string }>('POST', '/domains', { body: { name: 'other-team.example' } });
