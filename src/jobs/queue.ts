@@ -244,16 +244,43 @@ export class JobQueue {
     }
   }
 
-  /** Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. */
+  /**
+   * Moves a waiting job to another time (e.g. a rescheduled send). False when it no longer waits. A job
+   * parked for its lane has not started: it waits too.
+   */
   async reschedule(q: Queryable, id: number, runAt: Date): Promise<boolean> {
+    if (this.unpark(q, id)) {
+      const n = await execute(q, `UPDATE jobs SET run_at = ?, lease_until = NULL, attempts = attempts - 1 WHERE id = ? AND state = 'ready'`, [runAt.getTime(), id]);
+      return n > 0;
+    }
     const n = await q('jobs').where({ id, state: 'ready' }).whereNull('lease_until').update({ run_at: runAt.getTime() });
     return n > 0;
   }
 
-  /** Removes a job that has not started (e.g. a cancelled send). False when it is running or gone. */
+  /** Removes a job that has not started (e.g. a cancelled send), parked ones included. False when it is running or gone. */
   async cancel(q: Queryable, id: number): Promise<boolean> {
-    const n = await q('jobs').where({ id }).whereNull('lease_until').delete();
+    const query = q('jobs').where({ id });
+    const n = await (this.unpark(q, id) ? query : query.whereNull('lease_until')).delete();
     return n > 0;
+  }
+
+  /**
+   * Takes a parked job out of its lane before `q` changes its row (it never starts); if `q`'s transaction
+   * rolls back, the job is launched again (it waits in its lane once more). False when it is not parked here.
+   */
+  private unpark(q: Queryable, id: number): boolean {
+    for (const lane of this.lanes.values()) {
+      const i = lane.parked.findIndex((j) => j.id === id);
+      if (i < 0) continue;
+      const job = lane.parked.splice(i, 1)[0]!;
+      this.parked--;
+      this.held.delete(id);
+      this.afterCommit(q, () => undefined, () => {
+        if (!this.stopped) this.launch(job);
+      });
+      return true;
+    }
+    return false;
   }
 
   register(kind: string, handler: JobHandler): void {

@@ -455,3 +455,34 @@ t.test('a graceful stop releases the leases of parked jobs (they never ran)', as
     'the two parked ones wait unleased, no attempt counted; the running one finished',
   );
 });
+
+t.test('a parked job has not started: it can be cancelled or rescheduled, and a rolled-back cancel puts it back', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10 });
+  const h = gated(queue);
+  const ids: number[] = [];
+  for (let i = 0; i < 4; i++) ids.push((await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' }))!);
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(await queue.cancel(ctx.db, ids[0]!), false, 'the running one cannot be cancelled');
+  t.equal(await queue.cancel(ctx.db, ids[1]!), true, 'a parked one can');
+  t.equal(await queue.reschedule(ctx.db, ids[2]!, new Date(clock.now().getTime() + MINUTE)), true, 'and rescheduled');
+  await ctx.db.transaction(async (trx) => {
+    t.equal(await queue.cancel(trx, ids[3]!), true);
+    throw new Error('rolled back');
+  }).catch(() => undefined);
+  const row = await ctx.db('jobs').where({ id: ids[2] }).first();
+  t.match(row, { lease_until: null, attempts: 0 }, 'the rescheduled one waits in the table, unleased');
+  for (let i = 0; i < 2; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.same(h.started, ['slow0', 'slow3'], 'the cancelled one never ran, the rolled-back cancel did not stick');
+  clock.advance(MINUTE);
+  const drained = queue.drain();
+  await until('the rescheduled one', () => h.waiting() === 1);
+  h.releaseAll();
+  await drained;
+  t.same(h.started, ['slow0', 'slow3', 'slow2']);
+});
