@@ -106,7 +106,12 @@ t.test('a backlog for a slow MX takes at most 3/4 of the delivery slots: an emai
     t.equal((await app.request('POST', '/emails/batch', { body: { emails } })).status, 202);
   }
   // The last of the backlog waits in its lane (leased, not started): it can still be cancelled.
-  const last = (await app.request<{ data: Array<{ id: string }> }>('GET', '/emails?per_page=1')).body.data[0] as unknown as { publicId: string };
+  const last = (await app.request<{ data: Array<{ publicId: string }> }>('GET', '/emails?per_page=1')).body.data[0]!;
+  const db = app.appliance.ctx.db;
+  const jobId = (await db('emails').where({ public_id: last.publicId }).first('job_id')).job_id as number;
+  for (let i = 0; i < 200 && !(await db('jobs').where({ id: jobId }).first('lease_until'))?.lease_until; i++) await new Promise((r) => setTimeout(r, 25));
+  t.ok((await db('jobs').where({ id: jobId }).first('lease_until'))?.lease_until, 'its job is leased, parked in the lane');
+  t.equal((await db('emails').where({ public_id: last.publicId }).first('status')).status, 'queued', 'and has not started');
   t.equal((await app.request('POST', `/emails/${last.publicId}/cancel`)).status, 200, 'a queued email waiting in its lane is cancelled');
   const single = await app.request<{ id: string }>('POST', '/emails', { body: { from: 'a@acme.example', to: ['g@good.example'], subject: 'reset', text: 'y' } });
   let status = '';
