@@ -54,7 +54,12 @@ export interface ComplaintNotice {
 
 /** Where a notice arrived: the box's domain it was addressed to, and the em_ id of a VERP address. */
 export interface NoticeTarget {
-  domain: string;
+  /**
+   * The box's domain the notice was addressed to: the email must have been sent from it. Null for the box's
+   * feedback-loop address (FEEDBACK_LOOP_LOCAL_PART), which serves every team: the email is then named only
+   * by the returned Message-ID, which this host wrote.
+   */
+  domain: string | null;
   emailPublicId: string | null;
 }
 
@@ -85,7 +90,7 @@ async function findEmail(q: Queryable, target: NoticeTarget, originalMessageId: 
   // A test-mode email never left the box: a report about it is forged or mistaken, and must not bounce it
   // or put a live address on the suppression list.
   if (!email || email.mode === 'test') return undefined;
-  return email.from_domain.toLowerCase() === target.domain.toLowerCase() ? email : undefined;
+  return target.domain === null || email.from_domain.toLowerCase() === target.domain.toLowerCase() ? email : undefined;
 }
 
 /**

@@ -34,6 +34,16 @@ export interface LocalDomain {
 export const POSTMASTER = 'postmaster';
 
 /**
+ * The box's feedback-loop address, `fbl@<MAIL_HOSTNAME>`: the one an operator registers with the mailbox
+ * providers' complaint feedback loops (Microsoft JMRP/SNDS, Yahoo CFL, Validity's Universal FBL), which send
+ * their reports there rather than to the return path. An ARF or JMRP report arriving there is applied to the
+ * email its enclosed copy names by Message-ID (ours embed the email's id and this host); everything sent
+ * there is also kept as an inbound email of the operator's team, so the providers' confirmation mail can be
+ * read (GET /inbound).
+ */
+export const FEEDBACK_LOOP_LOCAL_PART = 'fbl';
+
+/**
  * Addresses of a domain that the box itself answers for (the DMARC `rua` address, the `bounces+…` return
  * paths): no mailbox or alias may take them. Answers why, or null.
  */
@@ -56,7 +66,7 @@ export interface HostDomain {
 
 export type RecipientRoute =
   | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; accounts: MailboxAccount[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
-  | { kind: 'webhook'; address: string; domain: LocalDomain | HostDomain }
+  | { kind: 'webhook'; address: string; domain: LocalDomain | HostDomain; feedbackLoop?: true }
   | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
   | { kind: 'dmarc'; address: string; domain: LocalDomain };
 
@@ -101,6 +111,10 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
   // The box's own postmaster, unless a team has verified the host name as its domain (an unverified claim
   // to it must not take the box's postmaster away).
   if (local.toLowerCase() === POSTMASTER && !domain?.verified && isHostname(ctx, address.slice(at + 1))) return hostPostmaster(ctx, address);
+  if (local.toLowerCase() === FEEDBACK_LOOP_LOCAL_PART && !domain?.verified && isHostname(ctx, address.slice(at + 1))) {
+    const route = await hostPostmaster(ctx, address);
+    return route.kind === 'webhook' ? { ...route, feedbackLoop: true } : route;
+  }
   if (!domain) return { kind: 'not_local' };
   const emailPublicId = emailIdFromReturnPath(address);
   if (emailPublicId) return { kind: 'feedback', address, domain, emailPublicId };
@@ -135,7 +149,10 @@ async function resolvePostmaster(ctx: AppContext, store: MailStore | null): Prom
 
 const isHostname = (ctx: AppContext, domain: string) => domain.toLowerCase() === ctx.config.hostname.toLowerCase();
 
-/** `postmaster@<MAIL_HOSTNAME>` when no team has verified a domain of that name (RFC 5321 §4.5.1 MUST). */
+/**
+ * `postmaster@<MAIL_HOSTNAME>` (RFC 5321 §4.5.1 MUST), and `fbl@` there, when no team has verified a domain of
+ * that name: kept for the operator's team.
+ */
 async function hostPostmaster(ctx: AppContext, address: string): Promise<RecipientRoute | Refusal> {
   const hostname = ctx.config.hostname.toLowerCase();
   // The first team made (SQLite's rowid: insertion order), the bootstrap's.

@@ -163,6 +163,7 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
 
     // 2. Everything in the box's own tables, in one (shared) transaction.
     const feedback = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'feedback' }> => r.kind === 'feedback');
+    const feedbackLoop = message.routes.some((r) => r.kind === 'webhook' && r.feedbackLoop);
     const reports = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'dmarc' }> => r.kind === 'dmarc');
     if (webhook.size === 0 && feedback.length === 0 && reports.length === 0) return { status: 'accepted', queueId, junk };
 
@@ -171,6 +172,10 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
       for (const w of webhook.values()) {
         const view = await insertInbound(trx, at, { domain: w.domain, mailFrom: message.mailFrom, rcptTo: w.rcpt, mailboxIds: [...new Set(w.mailboxIds)], auth: summary, junk, raw: stored, message: parsed! });
         log.info({ queueId, inbound: view.id, domain: w.domain.name }, 'inbound email stored');
+      }
+      if (feedbackLoop && message.notices.complaint) {
+        const r = await applyComplaint(trx, at, hostname, { domain: null, emailPublicId: null }, message.notices.complaint);
+        log.info({ queueId, email: r.emailId, recipients: r.applied, feedbackType: message.notices.complaint.feedbackType }, 'complaint report (feedback loop)');
       }
       for (const f of feedback) {
         const target = { domain: f.domain.name, emailPublicId: f.emailPublicId };

@@ -74,7 +74,7 @@ const isOurs = (address: string) => /^(bounces\+|mailer-daemon@|postmaster@)/i.t
 /** Reports addressed to our own addresses, parsed before the message is stored (bad input: no notice). */
 export function readNotices(raw: Buffer, routes: RecipientRoute[]): Notices {
   const notices: Notices = {};
-  const wantsFeedback = routes.some((r) => r.kind === 'feedback');
+  const wantsFeedback = routes.some((r) => r.kind === 'feedback' || (r.kind === 'webhook' && r.feedbackLoop));
   const wantsDmarc = routes.some((r) => r.kind === 'dmarc');
   if (!wantsFeedback && !wantsDmarc) return notices;
   let root: MimePart;

@@ -184,6 +184,25 @@ t.test('end to end over the MX', async (t) => {
     t.equal(res.status, 202);
   });
 
+  t.test('the feedback-loop address fbl@<MAIL_HOSTNAME>: a provider\'s ARF report there applies by Message-ID; all mail there is kept for the operator', async (t) => {
+    const fbl = `fbl@${TEST_HOSTNAME}`;
+    const id = await sendOne('jack@dest.example');
+    // As Yahoo's CFL sends it: to the registered address, with the enclosed copy (our Message-ID) and no VERP.
+    const res = await smtpSend(mxPort, { from: 'feedback@arf.dest.example', to: [fbl] }, arf({ to: fbl, recipient: 'jack@dest.example', original: originalOf(id, 'jack@dest.example') }));
+    t.ok(res.ok, res.response);
+    t.equal((await detail(id)).status, 'complained');
+    t.match(await suppression('jack@dest.example'), { reason: 'complaint' });
+    // The providers' sign-up confirmations go to the same address: kept, readable, nothing applied.
+    const confirm = 'From: noreply@fbl.dest.example\r\nTo: fbl@mx.appliance.test\r\nSubject: Confirm your feedback loop\r\n\r\nClick https://fbl.dest.example/confirm?t=1\r\n';
+    t.ok((await smtpSend(mxPort, { from: 'noreply@fbl.dest.example', to: [fbl] }, confirm)).ok);
+    const inbound = (await app.request<{ data: Array<{ subject: string; domain: string }> }>('GET', `/inbound?domain=${TEST_HOSTNAME}`)).body.data.map((d) => d.subject);
+    t.ok(inbound.includes('Confirm your feedback loop'), 'the confirmation is an inbound email of the operator');
+    // A report naming an email of this box by a Message-ID of another host changes nothing.
+    const other = await sendOne('kate@dest.example');
+    t.ok((await smtpSend(mxPort, { from: 'feedback@arf.dest.example', to: [fbl] }, arf({ to: fbl, recipient: 'kate@dest.example', original: { ...originalOf(other, 'kate@dest.example'), messageId: `<${other}@elsewhere.example>` } }))).ok);
+    t.equal((await detail(other)).status, 'delivered');
+  });
+
   t.test('DMARC aggregate reports: plain, gzip, zip; listed with page/perPage, clamped, per_page ignored', async (t) => {
     const rua = 'dmarc-reports@acme.example';
     t.ok(acme.dns_records.some((r) => r.record === 'DMARC' && r.value.includes(`rua=mailto:${rua}`)), 'the published DMARC record names the address');
