@@ -15,6 +15,8 @@ import { writeDrained } from '../core/socket-write.js';
 export interface ConnectionOptions {
   secureContext: tls.SecureContext;
   idleTimeoutMs: number;
+  /** A connection not logged in this long after it was accepted is closed (LOGIN_TIMEOUT_MS). */
+  loginTimeoutMs: number;
 }
 
 export class ImapConnection implements ClientChannel {
@@ -54,8 +56,16 @@ export class ImapConnection implements ClientChannel {
         this.countBad();
       },
       fatal: (reason) => void this.bye(reason),
+      appendAllowed: () => this.session.state === 'authenticated' || this.session.state === 'selected',
     });
     this.attach(socket);
+    // Whatever a client sends before it logs in (NOOPs, a STARTTLS whose handshake never comes), it has this
+    // long: an idle or trickling pre-login connection costs the server a socket for minutes, not half an hour.
+    const loginDeadline = setTimeout(() => {
+      if (this.session.state === 'not-authenticated') void this.bye('Login timeout');
+    }, opts.loginTimeoutMs);
+    loginDeadline.unref();
+    void this.done.then(() => clearTimeout(loginDeadline));
   }
 
   start(): void {
@@ -68,9 +78,10 @@ export class ImapConnection implements ClientChannel {
     socket.on('error', (err) => this.deps.log.debug({ err, ip: this.remoteAddress }, 'imap socket error'));
     socket.on('close', () => this.onClose());
     socket.setTimeout(this.opts.idleTimeoutMs);
-    // Idle means no bytes either way and no command running (a long SEARCH is not idleness).
+    // Idle means no bytes either way and no command running (a long SEARCH is not idleness), or a command
+    // whose answer the client has stopped reading (its output waits in the socket for the whole period).
     socket.on('timeout', () => {
-      if (!this.running || this.pendingContinuation) void this.bye('Autologout; idle for too long');
+      if (!this.running || this.pendingContinuation || socket.writableLength > 0) void this.bye('Autologout; idle for too long');
     });
   }
 
@@ -88,7 +99,8 @@ export class ImapConnection implements ClientChannel {
   /** Sends BYE and closes (server shutdown, timeouts, abuse). */
   async bye(reason: string): Promise<void> {
     if (this.closed) return;
-    await this.write(`* BYE ${reason}\r\n`);
+    // A client that does not read would keep the BYE (and the close after it) waiting for a drain forever.
+    await Promise.race([this.write(`* BYE ${reason}\r\n`), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     this.socket.end();
     this.socket.destroySoon?.();
     setTimeout(() => this.socket.destroy(), 2000).unref();

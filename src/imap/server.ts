@@ -3,23 +3,38 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { TlsMaterial } from '../core/key-material.js';
+import { capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import { ImapConnection } from './connection.js';
-import { IDLE_TIMEOUT_MS } from './protocol/limits.js';
+import { IDLE_TIMEOUT_MS, LOGIN_TIMEOUT_MS, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, TLS_HANDSHAKE_TIMEOUT_MS } from './protocol/limits.js';
 import type { SessionDeps } from './session.js';
 
 export interface ImapServerOptions extends SessionDeps {
   tls: Pick<TlsMaterial, 'cert' | 'key'>;
   /** Autologout; RFC 3501 §5.4's 30 minutes unless a test shortens it. */
   idleTimeoutMs?: number;
+  /** Time to log in after connecting (LOGIN_TIMEOUT_MS unless a test shortens it). */
+  loginTimeoutMs?: number;
+  /** Implicit-TLS handshake deadline (TLS_HANDSHAKE_TIMEOUT_MS unless a test shortens it). */
+  handshakeTimeoutMs?: number;
+  /** Connections at once, both listeners together (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT unless a test says). */
+  connectionCaps?: ConnectionCapLimits;
 }
+
+const TOO_MANY = {
+  total: '* BYE [UNAVAILABLE] Too many connections, try again later\r\n',
+  'per-client': '* BYE [UNAVAILABLE] Too many connections from your address\r\n',
+} as const;
 
 export class ImapServer {
   private readonly servers: net.Server[] = [];
   private readonly connections = new Set<ImapConnection>();
   private readonly secureContext: tls.SecureContext;
+  /** Sockets of both listeners, counted from the TCP accept (before any TLS handshake). */
+  private readonly caps: ConnectionCaps;
 
   constructor(private readonly opts: ImapServerOptions) {
     this.secureContext = tls.createSecureContext({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' });
+    this.caps = new ConnectionCaps(opts.connectionCaps ?? { total: MAX_CONNECTIONS, perClient: MAX_CONNECTIONS_PER_CLIENT });
   }
 
   get sessionCount(): number {
@@ -30,6 +45,7 @@ export class ImapServer {
     const conn = new ImapConnection(socket, secure, this.opts, {
       secureContext: this.secureContext,
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+      loginTimeoutMs: this.opts.loginTimeoutMs ?? LOGIN_TIMEOUT_MS,
     });
     this.connections.add(conn);
     void conn.done.then(() => this.connections.delete(conn));
@@ -38,11 +54,20 @@ export class ImapServer {
 
   /** Listens with STARTTLS (`implicitTls` false) or implicit TLS; resolves with the bound address. */
   async listen(port: number, host: string, implicitTls: boolean): Promise<AddressInfo> {
+    const handshakeTimeout = this.opts.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS;
     const server = implicitTls
-      ? tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2' }, (s) => this.accept(s, true))
+      ? tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout }, (s) => this.accept(s, true))
       : net.createServer((s) => this.accept(s, false));
     server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
-    if (implicitTls) server.on('tlsClientError', (err) => this.opts.log.debug({ err }, 'imaps handshake failed'));
+    // Node's handshakeTimeout only reports a handshake that never finishes; the socket stays open until it is
+    // destroyed here (without this, a client that connects and sends nothing held its socket for ever).
+    if (implicitTls) {
+      server.on('tlsClientError', (err, socket) => {
+        this.opts.log.debug({ err }, 'imaps handshake failed');
+        socket.destroy();
+      });
+    }
+    capConnections(server, this.caps, (socket, why) => (implicitTls ? refuseSilently(socket) : refuseWith(TOO_MANY[why])(socket)));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {

@@ -11,6 +11,12 @@ export const POP3_LIMITS = {
   idleTimeoutMs: 10 * 60_000,
   /** Commands read ahead (pipelining) before the connection stops reading until they are answered. */
   maxQueuedLines: 64,
+  /** Connections at once, both listeners together (Dovecot's default pop3 process_limit is 1024). */
+  maxConnections: 1024,
+  /** Connections at once from one client address (an IPv6 /64): one abusive peer cannot take them all. */
+  maxConnectionsPerClient: 50,
+  /** An implicit-TLS handshake that has not finished this long after the connection closes it (nginx's default). */
+  tlsHandshakeTimeoutMs: 60_000,
 } as const;
 
 export type Pop3Command =

@@ -7,6 +7,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { Logger } from '../core/logger.js';
 import type { TlsMaterial } from '../core/key-material.js';
+import { capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { errLine, parseCommand, POP3_LIMITS } from './protocol.js';
 import { MailboxLocks, Pop3Session, type Answer, type Pop3Store } from './session.js';
@@ -24,7 +25,16 @@ export interface Pop3Options {
   securePort: number;
   /** Autologout timer; RFC 1939's 10 minutes unless a test says otherwise. */
   idleTimeoutMs?: number;
+  /** Implicit-TLS handshake deadline (POP3_LIMITS.tlsHandshakeTimeoutMs unless a test says otherwise). */
+  handshakeTimeoutMs?: number;
+  /** Connections at once, both listeners together (POP3_LIMITS' figures unless a test says otherwise). */
+  connectionCaps?: ConnectionCapLimits;
 }
+
+const TOO_MANY = {
+  total: '-ERR [SYS/TEMP] Too many connections, try again later\r\n',
+  'per-client': '-ERR [SYS/TEMP] Too many connections from your address\r\n',
+} as const;
 
 export interface Pop3Listeners {
   pop3: AddressInfo;
@@ -61,8 +71,9 @@ class Connection {
     // RFC 1939 §3: on the autologout timer the server closes without entering UPDATE (nothing is deleted).
     // The timer counts the client's idleness: while a command is being answered (a slow login's password
     // hash, a large RETR) it does not apply; the answer's write arms it again.
+    // A client that stopped reading an answer (its output waiting in the socket all that time) is idle too.
     socket.on('timeout', () => {
-      if (!this.busy) this.end();
+      if (!this.busy || socket.writableLength > 0) this.end();
     });
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', () => this.end());
@@ -179,9 +190,18 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   const connections = new Set<Connection>();
   const full = { ...opts, locks, context };
   const plain = net.createServer((socket) => void new Connection(socket, false, full, connections));
-  const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert }, (socket) => void new Connection(socket, true, full, connections));
-  // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on.
-  implicit.on('tlsClientError', (err) => opts.log.debug({ err }, 'pop3s: TLS handshake failed'));
+  const handshakeTimeout = opts.handshakeTimeoutMs ?? POP3_LIMITS.tlsHandshakeTimeoutMs;
+  const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, handshakeTimeout }, (socket) => void new Connection(socket, true, full, connections));
+  // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on. Node only reports
+  // a handshake that times out; without the destroy, a client that connects and sends nothing held its socket for ever.
+  implicit.on('tlsClientError', (err, socket) => {
+    opts.log.debug({ err }, 'pop3s: TLS handshake failed');
+    socket.destroy();
+  });
+  // Counted from the TCP accept, both listeners together, before any handshake.
+  const caps = new ConnectionCaps(opts.connectionCaps ?? { total: POP3_LIMITS.maxConnections, perClient: POP3_LIMITS.maxConnectionsPerClient });
+  capConnections(plain, caps, (socket, why) => refuseWith(TOO_MANY[why])(socket));
+  capConnections(implicit, caps, refuseSilently);
   const close = async () => {
     const closing = [plain, implicit].filter((s) => s.listening).map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     for (const c of connections) c.end();

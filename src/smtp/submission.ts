@@ -8,6 +8,7 @@ import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import { AppError } from '../core/errors.js';
 import { normaliseAddress } from '../core/address.js';
+import { ByteBudget, capConnections, ConnectionCaps, refuseSilently, refuseWith } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/quotas.js';
 import { MAX_RECIPIENTS } from '../services/emails.js';
@@ -21,6 +22,15 @@ export const SUBMISSION_MAX_CLIENTS = 500;
 export const SUBMISSION_SOCKET_TIMEOUT_MS = 5 * 60_000;
 /** On stop, open sessions get this long to finish before they are cut. */
 export const SUBMISSION_CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * Connections at once from one client address (an IPv6 /64), both listeners together, counted from the TCP accept
+ * (before the implicit-TLS handshake: smtp-server holds a socket that never starts one for the whole socket
+ * timeout, and 500 of them from one address filled the listener). Postfix's smtpd_client_connection_count_limit.
+ */
+export const SUBMISSION_MAX_CONNECTIONS_PER_CLIENT = 50;
+/** Message data held in memory at once by sessions in DATA, all together and per client address (as the MX's). */
+export const SUBMISSION_MAX_BUFFERED_BYTES = 256 * 1024 * 1024;
+export const SUBMISSION_MAX_BUFFERED_BYTES_PER_CLIENT = 80 * 1024 * 1024;
 
 /** Every reply the submission hooks give (smtp-server's own replies aside), with its enhanced status code (RFC 3463). */
 export const REPLY = {
@@ -32,6 +42,7 @@ export const REPLY = {
   badAddress: { code: 553, enhanced: '5.1.3' },
   tooManyRecipients: { code: 452, enhanced: '4.5.3' },
   tooLarge: { code: 552, enhanced: '5.3.4' },
+  noRoom: { code: 452, enhanced: '4.3.1' },
   badMessage: { code: 554, enhanced: '5.6.0' },
   notAuthorised: { code: 550, enhanced: '5.7.1' },
   temporary: { code: 451, enhanced: '4.3.0' },
@@ -53,6 +64,14 @@ export interface SubmissionOptions {
   store: SubmissionStore;
   guards: SmtpGuards;
   tls: TlsMaterial;
+  /** The per-address and memory figures (the SUBMISSION_* constants unless a test says otherwise). */
+  limits?: Partial<SubmissionLimits>;
+}
+
+export interface SubmissionLimits {
+  maxConnectionsPerClient: number;
+  maxBufferedBytes: number;
+  maxBufferedBytesPerClient: number;
 }
 
 export interface SubmissionListeners {
@@ -76,18 +95,57 @@ function replyFor(ctx: AppContext, err: unknown): SmtpReply {
   return new SmtpReply(REPLY.temporary, 'Temporary failure, please try again later');
 }
 
-/** Reads DATA into one Buffer; past the size limit the rest is drained and dropped. */
-function readMessage(stream: SMTPServerDataStream): Promise<{ raw: Buffer; tooLarge: boolean }> {
+interface ReadMessage {
+  raw: Buffer;
+  tooLarge: boolean;
+  /** The memory budget refused the message: its data was dropped as it came (452 4.3.1, try later). */
+  noRoom: boolean;
+  /** Bytes reserved in the budget, the caller's to give back. */
+  reserved: number;
+}
+
+/**
+ * Reads DATA into one Buffer, holding at most the size limit and what the memory budget grants; past either, what
+ * was held is let go at once and the rest is drained and dropped.
+ */
+function readMessage(stream: SMTPServerDataStream, budget: ByteBudget, client: string): Promise<ReadMessage> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
+    let reserved = 0;
+    let noRoom = false;
+    const letGo = () => {
+      chunks = [];
+      budget.release(client, reserved);
+      reserved = 0;
+    };
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= SUBMISSION_MAX_BYTES) chunks.push(chunk);
+      if (noRoom || size > SUBMISSION_MAX_BYTES) {
+        if (reserved > 0) letGo();
+      } else if (budget.reserve(client, chunk.length)) {
+        reserved += chunk.length;
+        chunks.push(chunk);
+      } else {
+        noRoom = true;
+        letGo();
+      }
     });
-    stream.once('error', reject);
-    stream.once('end', () => resolve({ raw: Buffer.concat(chunks), tooLarge: stream.sizeExceeded || size > SUBMISSION_MAX_BYTES }));
+    stream.once('error', (err) => {
+      letGo();
+      reject(err);
+    });
+    stream.once('end', () => {
+      const tooLarge = stream.sizeExceeded || size > SUBMISSION_MAX_BYTES;
+      resolve({ raw: Buffer.concat(chunks), tooLarge, noRoom: noRoom && !tooLarge, reserved });
+    });
   });
+}
+
+/** What both listeners share: the per-address connection count and the memory budget of DATA. */
+interface Shared {
+  caps: ConnectionCaps;
+  buffered: ByteBudget;
 }
 
 /** The part of smtp-server's connection object that `authOnlyOverTls` touches (not in its published types). */
@@ -124,7 +182,7 @@ function authOnlyOverTls(server: SMTPServer): void {
   };
 }
 
-function createServer(opts: SubmissionOptions, secure: boolean): SMTPServer {
+function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared): SMTPServer {
   const { ctx, store, guards, tls } = opts;
   const log = ctx.log.child({ component: 'submission' });
   const server = new SMTPServer({
@@ -188,19 +246,26 @@ function createServer(opts: SubmissionOptions, secure: boolean): SMTPServer {
 
     onData(stream, session, callback) {
       const who = userOf(session);
-      readMessage(stream)
-        .then(async ({ raw, tooLarge }) => {
-          if (tooLarge) throw new SmtpReply(REPLY.tooLarge, `Message exceeds the ${SUBMISSION_MAX_BYTES / 1024 / 1024} MB limit`);
-          if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
-          const recipients = session.envelope.rcptTo.map((r) => r.address);
-          const result = await submitMessage(ctx, store, who, { recipients, raw });
-          callback(null, `${REPLY.accepted.enhanced} Ok: queued as ${result.id}`);
+      const client = session.remoteAddress;
+      readMessage(stream, shared.buffered, client)
+        .then(async ({ raw, tooLarge, noRoom, reserved }) => {
+          try {
+            if (tooLarge) throw new SmtpReply(REPLY.tooLarge, `Message exceeds the ${SUBMISSION_MAX_BYTES / 1024 / 1024} MB limit`);
+            if (noRoom) throw new SmtpReply(REPLY.noRoom, 'Insufficient system storage, try again later');
+            if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
+            const recipients = session.envelope.rcptTo.map((r) => r.address);
+            const result = await submitMessage(ctx, store, who, { recipients, raw });
+            callback(null, `${REPLY.accepted.enhanced} Ok: queued as ${result.id}`);
+          } finally {
+            shared.buffered.release(client, reserved);
+          }
         })
         .catch((err: unknown) => callback(replyFor(ctx, err)));
     },
   });
   server.on('error', (err) => log.warn({ err }, 'submission: connection error'));
   if (!secure) authOnlyOverTls(server);
+  capConnections(server.server, shared.caps, secure ? refuseSilently : refuseWith('421 4.7.0 Too many connections from your address, try again later\r\n'));
   return server;
 }
 
@@ -219,8 +284,19 @@ const closeServer = (server: SMTPServer) => new Promise<void>((resolve) => serve
 /** Starts both submission listeners on the configured ports (0: any free port). */
 export async function startSubmission(opts: SubmissionOptions): Promise<SubmissionListeners> {
   const { config } = opts.ctx;
-  const plain = createServer(opts, false);
-  const implicit = createServer(opts, true);
+  const limits: SubmissionLimits = {
+    maxConnectionsPerClient: SUBMISSION_MAX_CONNECTIONS_PER_CLIENT,
+    maxBufferedBytes: SUBMISSION_MAX_BUFFERED_BYTES,
+    maxBufferedBytesPerClient: SUBMISSION_MAX_BUFFERED_BYTES_PER_CLIENT,
+    ...opts.limits,
+  };
+  const shared: Shared = {
+    // smtp-server's maxClients caps each listener's total; this cap is per client address, across both.
+    caps: new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerClient }),
+    buffered: new ByteBudget(limits.maxBufferedBytes, limits.maxBufferedBytesPerClient),
+  };
+  const plain = createServer(opts, false, shared);
+  const implicit = createServer(opts, true, shared);
   try {
     const submission = await listen(plain, config.bind, config.submissionPort);
     const submissions = await listen(implicit, config.bind, config.submissionsPort);

@@ -339,6 +339,8 @@ export function parseCommand(raw: RawCommand): ParsedCommand {
     return { tag, command: parseArgs(name, ts, uid) };
   } catch (err) {
     if (err instanceof ParseError) throw new CommandError(tag, err.message);
+    // A grammar that recursed too deep on some input the nesting limits missed: still a tagged BAD.
+    if (err instanceof RangeError) throw new CommandError(tag, 'Command too complex');
     throw err;
   }
 }

@@ -17,14 +17,19 @@ export interface ReaderHandlers {
   reject(tag: string, reason: string): void;
   /** A state the connection cannot recover from (a non-synchronizing literal over the limit): answered BYE, closed. */
   fatal(reason: string): void;
+  /**
+   * Whether an APPEND may carry a message-sized literal now: only once logged in, so that a client that never
+   * logs in cannot make the server hold 50 MB per connection (without it: always).
+   */
+  appendAllowed?(): boolean;
 }
 
 const LITERAL_AT_END = /\{(\d{1,20})(\+?)\}$/;
 
-/** The literal limit for a command, from its first line (APPEND carries a message). */
-export function literalLimit(firstLine: string): number {
+/** The literal limit for a command, from its first line (APPEND carries a message, when `appendAllowed`). */
+export function literalLimit(firstLine: string, appendAllowed = true): number {
   const words = firstLine.split(' ', 3);
-  return (words[1] ?? '').toUpperCase() === 'APPEND' ? MAX_APPEND_LITERAL_BYTES : MAX_OTHER_LITERAL_BYTES;
+  return appendAllowed && (words[1] ?? '').toUpperCase() === 'APPEND' ? MAX_APPEND_LITERAL_BYTES : MAX_OTHER_LITERAL_BYTES;
 }
 
 export class CommandReader {
@@ -130,7 +135,7 @@ export class CommandReader {
     const first = this.parts[0]!.kind === 'text' ? (this.parts[0] as { text: string }).text : '';
     const tag = this.tagOfCommand();
     this.literals++;
-    if (size > literalLimit(first) || this.literals > MAX_LITERALS_PER_COMMAND) {
+    if (size > literalLimit(first, this.handlers.appendAllowed?.() ?? true) || this.literals > MAX_LITERALS_PER_COMMAND) {
       this.resetCommand();
       const reason = this.literals > MAX_LITERALS_PER_COMMAND ? 'Too many literals' : 'Literal too large';
       if (sync) this.handlers.reject(tag || '*', reason);

@@ -1,5 +1,6 @@
 // SEARCH keys (RFC 3501 §6.4.4, §9 search-key; CONDSTORE's MODSEQ, RFC 7162 §3.1.5) into a typed tree.
 import { parseSequenceSet, isSequenceSet, type SequenceSet } from './sequence.js';
+import { MAX_NESTING_DEPTH } from './limits.js';
 import { ParseError, parseNumber, Tokens, type Token } from './tokens.js';
 
 export type DateCmp = 'before' | 'on' | 'since';
@@ -58,12 +59,14 @@ const DATE_KEYS: Record<string, [SearchKey['op'], DateCmp]> = {
   SENTSINCE: ['sentdate', 'since'],
 };
 
-function parseKey(ts: Tokens): SearchKey {
+/** One search key; `depth` counts the lists, NOTs and ORs it is inside (parsing and matching recurse that deep). */
+function parseKey(ts: Tokens, depth = 0): SearchKey {
+  if (depth > MAX_NESTING_DEPTH) throw new ParseError('Search criteria nested too deeply');
   const t = ts.next('search key');
   if (t.type === 'list') {
     const inner = new Tokens(t.items);
     const keys: SearchKey[] = [];
-    while (!inner.done) keys.push(parseKey(inner));
+    while (!inner.done) keys.push(parseKey(inner, depth + 1));
     if (keys.length === 0) throw new ParseError('Empty search key list');
     return keys.length === 1 ? keys[0]! : { op: 'and', keys };
   }
@@ -104,10 +107,10 @@ function parseKey(ts: Tokens): SearchKey {
     case 'UID':
       return { op: 'uid', set: parseSequenceSet(ts.atom('UID set')) };
     case 'NOT':
-      return { op: 'not', key: parseKey(ts) };
+      return { op: 'not', key: parseKey(ts, depth + 1) };
     case 'OR': {
-      const a = parseKey(ts);
-      return { op: 'or', a, b: parseKey(ts) };
+      const a = parseKey(ts, depth + 1);
+      return { op: 'or', a, b: parseKey(ts, depth + 1) };
     }
     case 'MODSEQ': {
       // MODSEQ [entry-name entry-type-req] mod-sequence-valzer

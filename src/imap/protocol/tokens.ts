@@ -1,6 +1,7 @@
 // Tokens of a framed command (RFC 3501 §4, §9): atoms (also numbers, flags, sequence sets and fetch
 // attributes such as `BODY.PEEK[HEADER.FIELDS (A B)]<0.100>`), strings (quoted or literal) and
 // parenthesised lists. No I/O.
+import { MAX_NESTING_DEPTH } from './limits.js';
 import type { Part } from './reader.js';
 
 export type Token =
@@ -66,6 +67,8 @@ export function tokenize(parts: Part[]): Token[] {
       if (c === ' ') {
         i++;
       } else if (c === '(') {
+        // Readers of the tree recurse into lists: a few thousand levels would overflow the stack.
+        if (stack.length > MAX_NESTING_DEPTH) throw new ParseError('Parenthesised lists nested too deeply');
         const list: Token = { type: 'list', items: [] };
         top().push(list);
         stack.push(list.items);

@@ -1,0 +1,131 @@
+// What one client may hold of a listener, so that one abusive peer cannot take the service away from the
+// others: sockets at once (all clients together and per client address), and bytes of message data held in
+// memory at once. A client address is an IPv4 address, or the /64 of an IPv6 one (a subscriber usually holds a
+// whole /64, so counting single IPv6 addresses would not limit anyone).
+import net from 'node:net';
+
+export interface ConnectionCapLimits {
+  /** Sockets at once, all clients together. */
+  total: number;
+  /** Sockets at once from one client address. */
+  perClient: number;
+}
+
+export type CapRefusal = 'total' | 'per-client';
+
+/** Expands an IPv6 address to its eight groups (no embedded IPv4 tail: callers map those first). */
+function ipv6Groups(address: string): string[] {
+  const [head, tail] = address.split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const fill = tail === undefined ? [] : Array.from({ length: 8 - left.length - right.length }, () => '0');
+  return [...left, ...fill, ...right].map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''));
+}
+
+/** The address a client is counted under: IPv4 as it is (also when v4-mapped), IPv6 by its /64. */
+export function clientKey(address: string | undefined): string {
+  const a = (address ?? '').replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a);
+  if (mapped) return mapped[1]!;
+  if (net.isIPv6(a) && !/\d+\.\d+\.\d+\.\d+$/.test(a)) return `${ipv6Groups(a).slice(0, 4).join(':')}::/64`;
+  return a;
+}
+
+/** Counts sockets in (until they close) under a total and a per-client cap. One object may serve several listeners. */
+export class ConnectionCaps {
+  private readonly byClient = new Map<string, number>();
+  private open = 0;
+
+  constructor(readonly limits: ConnectionCapLimits) {}
+
+  /** Sockets counted in now. */
+  get size(): number {
+    return this.open;
+  }
+
+  /** Counts the socket in until it closes, or says which cap refuses it (then nothing is counted). */
+  admit(socket: net.Socket): CapRefusal | null {
+    const key = clientKey(socket.remoteAddress);
+    const n = this.byClient.get(key) ?? 0;
+    if (this.open >= this.limits.total) return 'total';
+    if (n >= this.limits.perClient) return 'per-client';
+    this.open++;
+    this.byClient.set(key, n + 1);
+    socket.once('close', () => {
+      this.open--;
+      const left = (this.byClient.get(key) ?? 1) - 1;
+      if (left <= 0) this.byClient.delete(key);
+      else this.byClient.set(key, left);
+    });
+    return null;
+  }
+}
+
+/**
+ * Puts `caps` in front of a server's own connection handling: every accepted socket is admitted first, and a
+ * refused one goes to `refuse` and no further (the server never sees it). Call it once the server is built
+ * (its own 'connection' listeners are in place) and before it listens; works for net, tls and http servers and
+ * for smtp-server's `server.server` (for a TLS server the socket is the raw one, before any handshake).
+ */
+export function capConnections(server: net.Server, caps: ConnectionCaps, refuse: (socket: net.Socket, why: CapRefusal) => void): void {
+  const own = server.listeners('connection') as Array<(socket: net.Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: net.Socket) => {
+    const why = caps.admit(socket);
+    if (why === null) {
+      for (const listener of own) listener.call(server, socket);
+      return;
+    }
+    socket.on('error', () => {}); // a reset while refusing must not become an uncaught exception
+    refuse(socket, why);
+  });
+}
+
+/** Refuses a socket with one last line (a plaintext protocol's "go away"), closing it even if the peer does not read. */
+export function refuseWith(line: string): (socket: net.Socket) => void {
+  return (socket) => {
+    socket.end(line);
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+}
+
+/** Refuses a socket without a word (implicit TLS: nothing can be said before the handshake). */
+export const refuseSilently = (socket: net.Socket): void => void socket.destroy();
+
+/**
+ * Bytes held in memory at once (message data being received), all clients together and per client address. A
+ * reservation that would pass either figure is refused whole; what was reserved is given back by the holder.
+ */
+export class ByteBudget {
+  private used = 0;
+  private readonly byClient = new Map<string, number>();
+
+  constructor(
+    readonly total: number,
+    readonly perClient: number,
+  ) {}
+
+  /** Bytes reserved now, all clients together. */
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Reserves `n` bytes for the client's address: false (and nothing reserved) when a figure would be passed. */
+  reserve(client: string, n: number): boolean {
+    const key = clientKey(client);
+    const mine = this.byClient.get(key) ?? 0;
+    if (this.used + n > this.total || mine + n > this.perClient) return false;
+    this.used += n;
+    this.byClient.set(key, mine + n);
+    return true;
+  }
+
+  release(client: string, n: number): void {
+    if (n <= 0) return;
+    const key = clientKey(client);
+    this.used = Math.max(0, this.used - n);
+    const left = (this.byClient.get(key) ?? 0) - n;
+    if (left <= 0) this.byClient.delete(key);
+    else this.byClient.set(key, left);
+  }
+}

@@ -1,0 +1,60 @@
+// The listeners' shared caps: client addresses (IPv6 by /64), connection counts released on close, and the
+// memory budget of message data.
+import t from 'tap';
+import net from 'node:net';
+import { ByteBudget, capConnections, clientKey, ConnectionCaps } from '../../src/core/listener-limits.js';
+
+t.test('clientKey: IPv4 as is (also v4-mapped), IPv6 by its /64 whatever the spelling', async (t) => {
+  t.equal(clientKey('192.0.2.7'), '192.0.2.7');
+  t.equal(clientKey('::ffff:192.0.2.7'), '192.0.2.7');
+  t.equal(clientKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+  t.equal(clientKey('2001:0db8:0001:0002:ffff:0:0:9'), '2001:db8:1:2::/64', 'leading zeros do not make another client');
+  t.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
+  t.equal(clientKey('::1'), '0:0:0:0::/64');
+  t.not(clientKey('2001:db8:1:3::1'), clientKey('2001:db8:1:2::1'), 'another /64 is another client');
+  t.equal(clientKey(undefined), '');
+});
+
+t.test('ConnectionCaps over real sockets: per-client and total caps, counted down on close', async (t) => {
+  const caps = new ConnectionCaps({ total: 3, perClient: 2 });
+  const server = net.createServer((s) => s.write('hello\r\n'));
+  capConnections(server, caps, (s, why) => s.end(`refused ${why}\r\n`));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const { port } = server.address() as net.AddressInfo;
+  const open: net.Socket[] = [];
+  t.teardown(() => open.forEach((s) => s.destroy()));
+  const connect = (localAddress: string) =>
+    new Promise<{ socket: net.Socket; first: string }>((resolve) => {
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+      open.push(socket);
+      socket.once('data', (d: Buffer) => resolve({ socket, first: d.toString().trim() }));
+    });
+  t.equal((await connect('127.0.0.1')).first, 'hello');
+  const second = await connect('127.0.0.1');
+  t.equal(second.first, 'hello');
+  t.equal((await connect('127.0.0.1')).first, 'refused per-client', 'a third from one address');
+  t.equal((await connect('127.0.0.2')).first, 'hello', 'another address is served');
+  t.equal((await connect('127.0.0.3')).first, 'refused total', 'the total cap');
+  t.equal(caps.size, 3);
+  second.socket.destroy();
+  await new Promise<void>((resolve) => {
+    const poll = () => (caps.size === 2 ? resolve() : setTimeout(poll, 5));
+    poll();
+  });
+  t.equal((await connect('127.0.0.1')).first, 'hello', 'a closed socket frees its place');
+});
+
+t.test('ByteBudget: a reservation past either figure is refused whole; releases give room back', async (t) => {
+  const b = new ByteBudget(100, 60);
+  t.ok(b.reserve('127.0.0.1', 50));
+  t.notOk(b.reserve('127.0.0.1', 20), 'past the per-client figure');
+  t.ok(b.reserve('::ffff:127.0.0.1', 10), 'the same client spelt v4-mapped, within its figure');
+  t.ok(b.reserve('2001:db8::1', 40));
+  t.notOk(b.reserve('2001:db8::2', 1), 'the same /64 is full');
+  t.notOk(b.reserve('192.0.2.1', 1), 'past the total');
+  t.equal(b.inUse, 100);
+  b.release('127.0.0.1', 60);
+  t.equal(b.inUse, 40);
+  t.ok(b.reserve('192.0.2.1', 60));
+});
