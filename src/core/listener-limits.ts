@@ -129,3 +129,49 @@ export class ByteBudget {
     else this.byClient.set(key, left);
   }
 }
+
+/** A message read under a ByteBudget (readBudgeted). */
+export interface BudgetedMessage {
+  raw: Buffer;
+  /** Past `maxBytes` (or smtp-server's own size check): nothing of it is held. */
+  tooBig: boolean;
+  /** The budget refused it: its data was dropped as it came (answer "452 4.3.1 … try again later"). */
+  noRoom: boolean;
+  /** Bytes reserved in the budget for `raw`: the caller gives them back once done with it. */
+  reserved: number;
+}
+
+/**
+ * Reads an SMTP DATA stream, holding at most `maxBytes` and what `budget` grants the client; past either, what
+ * was held is let go at once and the rest is read and dropped (the MX and submission).
+ */
+export async function readBudgeted(stream: AsyncIterable<Buffer> & { sizeExceeded?: boolean }, budget: ByteBudget, client: string, maxBytes: number): Promise<BudgetedMessage> {
+  let chunks: Buffer[] = [];
+  let size = 0;
+  let reserved = 0;
+  let noRoom = false;
+  const letGo = () => {
+    chunks = [];
+    budget.release(client, reserved);
+    reserved = 0;
+  };
+  try {
+    for await (const chunk of stream) {
+      size += chunk.length;
+      if (noRoom || size > maxBytes) {
+        if (reserved > 0) letGo();
+      } else if (budget.reserve(client, chunk.length)) {
+        reserved += chunk.length;
+        chunks.push(chunk);
+      } else {
+        noRoom = true;
+        letGo();
+      }
+    }
+  } catch (err) {
+    letGo();
+    throw err;
+  }
+  const tooBig = Boolean(stream.sizeExceeded) || size > maxBytes;
+  return { raw: Buffer.concat(chunks), tooBig, noRoom: noRoom && !tooBig, reserved };
+}

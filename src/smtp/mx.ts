@@ -15,7 +15,7 @@ import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
-import { ByteBudget } from '../core/listener-limits.js';
+import { ByteBudget, readBudgeted } from '../core/listener-limits.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
 import { MailboxFullError } from '../services/inbound-mailbox.js';
@@ -122,43 +122,8 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
 
   const buffered = new ByteBudget(limits.maxBufferedBytes, limits.maxBufferedBytesPerClient);
 
-  /**
-   * Reads DATA, holding at most the message size limit and what the memory budget grants; past either, what was
-   * held is let go at once and the rest is read and dropped. `reserved` is the caller's to give back.
-   */
-  async function readMessage(stream: SMTPServerDataStream, client: string): Promise<{ raw: Buffer; tooBig: boolean; noRoom: boolean; reserved: number }> {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let reserved = 0;
-    let noRoom = false;
-    const letGo = () => {
-      chunks = [];
-      buffered.release(client, reserved);
-      reserved = 0;
-    };
-    try {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (noRoom || size > limits.maxMessageBytes) {
-          if (reserved > 0) letGo();
-        } else if (buffered.reserve(client, chunk.length)) {
-          reserved += chunk.length;
-          chunks.push(chunk);
-        } else {
-          noRoom = true;
-          letGo();
-        }
-      }
-    } catch (err) {
-      letGo();
-      throw err;
-    }
-    const tooBig = stream.sizeExceeded || size > limits.maxMessageBytes;
-    return { raw: Buffer.concat(chunks), tooBig, noRoom: noRoom && !tooBig, reserved };
-  }
-
   async function handleData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
-    const message = await readMessage(stream, session.remoteAddress);
+    const message = await readBudgeted(stream, buffered, session.remoteAddress, limits.maxMessageBytes);
     try {
       return await acceptMessage(message.raw, message.tooBig, message.noRoom, session);
     } finally {

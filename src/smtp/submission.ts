@@ -3,12 +3,12 @@
 // hooks below are thin adapters over services/submission.ts, and every refusal is one of the replies in
 // REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451.
 import type { AddressInfo } from 'node:net';
-import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import { AppError } from '../core/errors.js';
 import { normaliseAddress } from '../core/address.js';
-import { ByteBudget, capConnections, ConnectionCaps, refuseSilently, refuseWith } from '../core/listener-limits.js';
+import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseSilently, refuseWith } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/quotas.js';
 import { MAX_RECIPIENTS } from '../services/emails.js';
@@ -93,53 +93,6 @@ function replyFor(ctx: AppContext, err: unknown): SmtpReply {
   }
   ctx.log.error({ err }, 'submission: the message could not be accepted');
   return new SmtpReply(REPLY.temporary, 'Temporary failure, please try again later');
-}
-
-interface ReadMessage {
-  raw: Buffer;
-  tooLarge: boolean;
-  /** The memory budget refused the message: its data was dropped as it came (452 4.3.1, try later). */
-  noRoom: boolean;
-  /** Bytes reserved in the budget, the caller's to give back. */
-  reserved: number;
-}
-
-/**
- * Reads DATA into one Buffer, holding at most the size limit and what the memory budget grants; past either, what
- * was held is let go at once and the rest is drained and dropped.
- */
-function readMessage(stream: SMTPServerDataStream, budget: ByteBudget, client: string): Promise<ReadMessage> {
-  return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let reserved = 0;
-    let noRoom = false;
-    const letGo = () => {
-      chunks = [];
-      budget.release(client, reserved);
-      reserved = 0;
-    };
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (noRoom || size > SUBMISSION_MAX_BYTES) {
-        if (reserved > 0) letGo();
-      } else if (budget.reserve(client, chunk.length)) {
-        reserved += chunk.length;
-        chunks.push(chunk);
-      } else {
-        noRoom = true;
-        letGo();
-      }
-    });
-    stream.once('error', (err) => {
-      letGo();
-      reject(err);
-    });
-    stream.once('end', () => {
-      const tooLarge = stream.sizeExceeded || size > SUBMISSION_MAX_BYTES;
-      resolve({ raw: Buffer.concat(chunks), tooLarge, noRoom: noRoom && !tooLarge, reserved });
-    });
-  });
 }
 
 /** What both listeners share: the per-address connection count and the memory budget of DATA. */
@@ -247,8 +200,8 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     onData(stream, session, callback) {
       const who = userOf(session);
       const client = session.remoteAddress;
-      readMessage(stream, shared.buffered, client)
-        .then(async ({ raw, tooLarge, noRoom, reserved }) => {
+      readBudgeted(stream, shared.buffered, client, SUBMISSION_MAX_BYTES)
+        .then(async ({ raw, tooBig: tooLarge, noRoom, reserved }) => {
           try {
             if (tooLarge) throw new SmtpReply(REPLY.tooLarge, `Message exceeds the ${SUBMISSION_MAX_BYTES / 1024 / 1024} MB limit`);
             if (noRoom) throw new SmtpReply(REPLY.noRoom, 'Insufficient system storage, try again later');
