@@ -138,8 +138,23 @@ export const isSuspended = (err: SmtpError): err is SuspendedError => 'suspended
 /** Which hosts (address or relay name, and port) are suspended, shared by every pool to them. */
 class HostHealth {
   private readonly down = new Map<string, { until: number; error: SmtpError; probing: boolean }>();
+  /**
+   * Sessions open or opening to each host, in every pool: pools to one address differ by TLS policy and server
+   * name (two teams' tls_mode, a provider's per-tenant MX names), and a host that serves one of them is up.
+   */
+  private readonly open = new Map<string, number>();
 
   constructor(private readonly now: () => number) {}
+
+  count(host: string, by: 1 | -1): void {
+    const n = (this.open.get(host) ?? 0) + by;
+    if (n <= 0) this.open.delete(host);
+    else this.open.set(host, n);
+  }
+
+  sessions(host: string): number {
+    return this.open.get(host) ?? 0;
+  }
 
   /** Null: connect (as the probe, if the host was suspended). Otherwise the error to fail with at once. */
   admit(host: string): SuspendedError | null {
@@ -280,6 +295,7 @@ class DestinationPool {
     let resolveEnded!: () => void;
     const session: Session = { conn, messages: 0, dead: false, discarded: false, ended: new Promise<void>((r) => (resolveEnded = r)) };
     this.sessions.add(session);
+    this.health.count(this.hostKey, 1);
     conn.on('error', (err: SmtpError) => {
       session.dead = true;
       this.opts.log.debug({ host: t.servername ?? t.host, port: t.port, code: err.code, err: err.message }, 'smtp session error');
@@ -322,8 +338,8 @@ class DestinationPool {
         e.originalCode ??= e.code;
         e.code = 'ETLS';
       }
-      // With sessions of its own still open, the host is up (a limit on connections, say): only this one failed.
-      if (isUnreachable(e) && this.sessions.size === 0) {
+      // With other sessions to it open (in any pool), the host is up (a limit on connections, say): only this one failed.
+      if (isUnreachable(e) && this.health.sessions(this.hostKey) === 0) {
         this.health.unreachable(this.hostKey, e);
         // The deliveries waiting for a session here would each wait out a connection of their own: they fail now.
         while (this.waiters.length) this.wakeOne();
@@ -416,7 +432,7 @@ class DestinationPool {
     clearTimeout(session.idleTimer);
     const i = this.idle.indexOf(session);
     if (i >= 0) this.idle.splice(i, 1);
-    this.sessions.delete(session);
+    if (this.sessions.delete(session)) this.health.count(this.hostKey, -1);
     if (polite && !session.dead) {
       session.conn.quit();
       const force = setTimeout(() => session.conn.close(), QUIT_GRACE_MS);
