@@ -8,6 +8,7 @@ import { parseAggregateReport, ReportError } from '../../src/smtp/reports/dmarc-
 import { parseBounce } from '../../src/smtp/reports/dsn.js';
 import { parseMime } from '../../src/smtp/reports/mime.js';
 import { readZip } from '../../src/smtp/reports/zip.js';
+import { readNotices } from '../../src/smtp/mx.js';
 import { TEST_HOSTNAME } from '../helpers/app.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
@@ -79,6 +80,28 @@ interface Detail {
   status: string;
   recipients: Array<{ email: string; status: string; code: string | null; message: string | null; bounce_category: string | null }>;
 }
+
+// Anyone can send a report to the box (the feedback-loop address, any return path): its parsing runs on the
+// event loop. Address patterns that let `@` into the local part, unbounded runs, and a split of the text per
+// X-Failed-Recipients address made these take from seconds to hours (found by review: 10 KB took 24 s); each
+// must be parsed within the test's time limit.
+t.test('hostile reports are parsed in linear time', { timeout: 30_000 }, async (t) => {
+  const routes = [
+    { kind: 'webhook', address: 'fbl@mx.test', domain: { id: null, teamId: 't', name: 'mx.test' }, feedbackLoop: true },
+    { kind: 'feedback', address: 'bounces+em_abcdefgh1234@acme.example', domain: { id: 'd', teamId: 't', name: 'acme.example' }, emailPublicId: 'em_abcdefgh1234' },
+  ] as unknown as Parameters<typeof readNotices>[1];
+  const size = 64 * 1024;
+  for (const unit of ['a.aa@', 'a@', '..', '=?x?', 'for <a@', 'a@a.aa ', '  a@a\n    ']) {
+    const blob = unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
+    const line = blob.replace(/\n/g, ' ');
+    const messages = [
+      ['From: MAILER-DAEMON@x.test', 'Subject: Undelivered Mail', `X-Failed-Recipients: ${line}`, '', blob],
+      ['From: a@b.test', `To: ${line}`, 'Content-Type: multipart/report; report-type=feedback-report; boundary=b', '', '--b', 'Content-Type: message/feedback-report', '', 'Feedback-Type: abuse', `Original-Rcpt-To: ${line}`, '', '--b', 'Content-Type: message/rfc822', '', `Received: from x by y for ${line};`, '', 'b', '--b--'],
+    ];
+    for (const m of messages) readNotices(Buffer.from(m.join('\r\n')), routes);
+    t.pass(`${JSON.stringify(unit)} × 64 KB: parsed`);
+  }
+});
 
 t.test('end to end over the MX', async (t) => {
   const sink = await startSmtpSink();

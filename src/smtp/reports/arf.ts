@@ -22,7 +22,7 @@ export function isFeedbackReport(root: MimePart): boolean {
 
 /** "for <user@example.net>" clauses of Received headers: where the reporting provider delivered the copy. */
 function receivedFor(original: Header[]): string[] {
-  return original.filter((h) => h.name.toLowerCase() === 'received').flatMap((h) => [...h.value.matchAll(/\bfor\s+<?([^\s<>;]+@[^\s<>;]+?)>?\s*;/gi)].map((m) => m[1]!));
+  return original.filter((h) => h.name.toLowerCase() === 'received').flatMap((h) => [...h.value.slice(0, 16 * 1024).matchAll(/\bfor\s+<?([^\s<>;@]{1,64}@[^\s<>;@]{1,255}?)>?\s*;/gi)].map((m) => m[1]!));
 }
 
 export function parseComplaint(root: MimePart): ComplaintNotice | null {

@@ -96,6 +96,15 @@ const DELAY_TEXT = /warning (message )?only|do not need to resend|has not yet be
 /** The report's own words, without the returned original that Exim, qmail and Gmail append inline. */
 const reportPart = (text: string) => text.split(/^-{2,}.*(?:copy of|original message|below this line|header of the original)/im)[0] ?? text;
 
+/**
+ * The longest line read as "address … reply code" (RFC 5321's 1,000-octet line, with room). The address patterns
+ * keep `@` out of the local part: a line of `a@a@a@…` made them quadratic or worse, and a report to the box's
+ * feedback-loop address can come from anyone (found by review: 10 KB took 24 s of the event loop).
+ */
+const MAX_REPLY_LINE = 2000;
+/** Addresses read from X-Failed-Recipients, at most (an email of ours has at most 50 recipients). */
+const MAX_FAILED_RECIPIENTS = 100;
+
 /** Who sends delivery reports: the null-sender daemons of every MTA (RFC 3464 §2 / RFC 5321 §4.5.5 bounces). */
 const REPORT_SENDER = /mailer-?daemon|postmaster|mail ?delivery (system|subsystem)|\bmdaemon\b/i;
 const REPORT_SUBJECT =
@@ -125,9 +134,9 @@ function recipientBlocks(text: string): Map<string, string> {
   };
   // qmail-send: "<user@example.net>:\n1.2.3.4 does not like recipient.\nRemote host said: 550 5.1.1 …"
   // GMX: "\"user@example.net\":\nSMTP error from remote server after RCPT command:\nhost: …\n5.1.1 … User Unknown"
-  for (const m of text.matchAll(/^(?:<([^>\s]+@[^>\s]+)>|"([^"\s]+@[^"\s]+)"):[ \t]*\n((?:.+\n?)+)/gm)) add((m[1] ?? m[2])!, m[3]!);
+  for (const m of text.matchAll(/^(?:<([^>\s@]{1,64}@[^>\s]{1,255})>|"([^"\s@]{1,64}@[^"\s]{1,255})"):[ \t]*\n((?:.+\n?)+)/gm)) add((m[1] ?? m[2])!, m[3]!);
   // Exim: "  user@example.net\n    host mx.example.net [1.2.3.4]\n    SMTP error from remote mail server after RCPT TO:<…>:\n    550 5.1.1 …"
-  for (const m of text.matchAll(/^ {2}(\S+@\S+)\n((?: {4}.*\n?)+)/gm)) add(m[1]!.replace(/^<|>$/g, ''), m[2]!);
+  for (const m of text.matchAll(/^ {2}([^\s@]{1,64}@\S{1,255})\n((?: {4}.*\n?)+)/gm)) add(m[1]!.replace(/^<|>$/g, ''), m[2]!);
   return found;
 }
 
@@ -150,12 +159,18 @@ function parseText(root: MimePart, ignore: (address: string) => boolean): Bounce
   // Postfix without a DSN part, Sendmail and friends: a line with an address and a reply code.
   if (found.size === 0) {
     for (const line of text.split('\n')) {
-      const m = /<?([^\s<>:;"]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})>?.*?\b([45]\d\d)\b(.*)$/.exec(line);
-      if (m) add(m[1]!, line);
+      // Lines of a report are short; a long one is no reply line (and the match would be slow on it).
+      if (line.length > MAX_REPLY_LINE) continue;
+      const address = /<?([^\s<>:;"@]{1,64}@[A-Za-z0-9.-]{1,255}\.[A-Za-z]{2,63})>?/.exec(line);
+      if (address && /\b[45]\d\d\b/.test(line.slice(address.index + address[0].length))) add(address[1]!, line);
     }
   }
   // X-Failed-Recipients (Exim, Gmail) names the address even when the text does not pair it with a code.
-  for (const a of addressesIn(header(root.headers, 'x-failed-recipients'))) add(a, text.split('\n').find((l) => /\b[45]\d\d\b/.test(l)) ?? 'delivery failed');
+  const failedRecipients = addressesIn(header(root.headers, 'x-failed-recipients')).slice(0, MAX_FAILED_RECIPIENTS);
+  if (failedRecipients.length > 0) {
+    const why = text.split('\n').find((l) => /\b[45]\d\d\b/.test(l)) ?? 'delivery failed';
+    for (const a of failedRecipients) add(a, why);
+  }
   if (found.size === 0) return null;
   const recipients: BounceRecipient[] = [...found].map(([address, diagnostic]) => {
     const status = statusOf(undefined, diagnostic, delayed ? 'delayed' : 'failed');

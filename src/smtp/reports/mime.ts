@@ -145,15 +145,22 @@ export function parseFieldGroups(text: string): Header[][] {
 }
 
 /** A bare address from `rfc822; a@b`, `<a@b>` or `a@b`; null when none. */
+/**
+ * How much of a header value the address readers look at: report fields and the headers of a returned copy
+ * are short, and a megabyte-long one (anyone can send a report to the box) would cost the event loop.
+ */
+const MAX_ADDRESS_FIELD = 16 * 1024;
+
 export function addressFrom(value: string | undefined): string | null {
   if (!value) return null;
+  value = value.slice(0, MAX_ADDRESS_FIELD);
   const v = value.includes(';') ? value.slice(value.indexOf(';') + 1) : value;
-  const m = /<?([^\s<>;"]+@[^\s<>;"]+)>?/.exec(v.trim());
+  const m = /<?([^\s<>;"@]{1,64}@[^\s<>;"]{1,255})>?/.exec(v.trim());
   return m ? m[1]!.replace(/\.$/, '') : null;
 }
 
 /** Every address in a header value such as `A <a@b>, c@d`. */
 export function addressesIn(value: string | undefined): string[] {
   if (!value) return [];
-  return [...value.matchAll(/([^\s<>,;:"()]+@[A-Za-z0-9.-]+)/g)].map((m) => m[1]!);
+  return [...value.slice(0, MAX_ADDRESS_FIELD).matchAll(/([^\s<>,;:"()@]{1,64}@[A-Za-z0-9.-]{1,255})/g)].map((m) => m[1]!);
 }
