@@ -344,7 +344,7 @@ export class JobQueue {
     let ran = 0;
     for (;;) {
       const free = this.freeSlots();
-      const jobs = free > 0 ? await this.lease(Math.min(free, this.opts.batch)) : [];
+      const jobs = free > 0 ? await this.leaseNew(Math.min(free, this.opts.batch)) : [];
       for (const job of jobs) this.launch(job);
       ran += jobs.length;
       if (this.running.size === 0) return ran;
@@ -378,7 +378,7 @@ export class JobQueue {
           if (free <= 0) break;
           const want = Math.min(free, this.opts.batch);
           const leased = await this.lease(want);
-          const jobs = leased.filter((j) => !this.held.has(j.id));
+          const jobs = await this.dropHeld(leased);
           for (const job of jobs) this.launch(job);
           if (leased.length < want) {
             // Everything due was taken, unless a wake came in meanwhile (then `refill` looks again).
@@ -397,6 +397,22 @@ export class JobQueue {
         this.timer.unref();
       }
     }
+  }
+
+  /** lease(), less the jobs this worker holds already. */
+  private async leaseNew(limit: number): Promise<Job[]> {
+    return this.dropHeld(await this.lease(limit));
+  }
+
+  /**
+   * The leased jobs this worker does not hold already. One it holds (parked, or running longer than a lease) was
+   * taken again because its lease ran out: it is not run twice, and that lease counted no attempt.
+   */
+  private async dropHeld(leased: Job[]): Promise<Job[]> {
+    const again = leased.filter((j) => this.held.has(j.id)).map((j) => j.id);
+    if (again.length === 0) return leased;
+    await execute(this.db, `UPDATE jobs SET attempts = attempts - 1 WHERE id IN (${placeholders(again.length)})`, again);
+    return leased.filter((j) => !this.held.has(j.id));
   }
 
   private async lease(limit: number): Promise<Job[]> {
@@ -474,7 +490,8 @@ export class JobQueue {
       void (async () => {
         for (let i = 0; i < ids.length; i += 500) {
           const chunk = ids.slice(i, i + 500);
-          await execute(this.db, `UPDATE jobs SET lease_until = ? WHERE id IN (${placeholders(chunk.length)})`, [until, ...chunk]);
+          // A job unparked meanwhile (cancelled, rescheduled, or run and retried) has no lease to renew.
+          await execute(this.db, `UPDATE jobs SET lease_until = ? WHERE lease_until IS NOT NULL AND id IN (${placeholders(chunk.length)})`, [until, ...chunk]);
         }
       })().catch((err: unknown) => this.log.error({ err }, 'job queue: could not renew the leases of parked jobs'));
     }, Math.max(1000, Math.floor(this.opts.leaseMs / 3)));

@@ -486,3 +486,55 @@ t.test('a parked job has not started: it can be cancelled or rescheduled, and a 
   await drained;
   t.same(h.started, ['slow0', 'slow3', 'slow2']);
 });
+
+// Found by review: the renewal's list is taken when its timer fires, and its UPDATE waits for the write
+// connection; a job unparked meanwhile (here rescheduled) got a lease back and could not be cancelled.
+t.test('the parked-lease renewal leaves a job alone that was unparked while it waited', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, leaseMs: 3000 });
+  const h = gated(queue);
+  const ids: number[] = [];
+  for (let i = 0; i < 2; i++) ids.push((await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' }))!);
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await new Promise((r) => setTimeout(r, 50));
+  await ctx.db.transaction(async (trx) => {
+    await trx('jobs').where({ id: -1 }).update({ attempts: 0 }); // takes the write connection
+    await new Promise((r) => setTimeout(r, 1300)); // a renewal comes round; its UPDATE waits
+    t.equal(await queue.reschedule(trx, ids[1]!, new Date(clock.now().getTime() + SECOND)), true, 'rescheduled');
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  t.match(await ctx.db('jobs').where({ id: ids[1] }).first(), { lease_until: null }, 'it waits in the table, unleased');
+  t.equal(await queue.cancel(ctx.db, ids[1]!), true, 'and can be cancelled');
+  h.releaseAll();
+  await queue.drain();
+});
+
+// Found by review: a lease that finds a job this worker holds (its lease ran out on the fake clock) counted an
+// attempt, so a throwing job was buried early.
+t.test('a held job taken again by a lease is not charged an attempt', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, leaseMs: 3000, maxAttempts: 3 });
+  const seen: number[] = [];
+  let open: (() => void) | undefined;
+  queue.register('g', async () => void (await new Promise<void>((r) => (open = r))));
+  queue.register('f', async (job) => {
+    seen.push(job.attempts);
+    throw new Error('boom');
+  });
+  await queue.enqueue(ctx.db, 'g', {}, { lane: 'to:x' });
+  const id = (await queue.enqueue(ctx.db, 'f', {}, { lane: 'to:x' }))!;
+  await queue.start();
+  await until('the first job', () => open !== undefined);
+  await new Promise((r) => setTimeout(r, 50));
+  clock.advance(10 * SECOND); // past the parked job's lease: the next lease takes it again
+  queue.wake();
+  await new Promise((r) => setTimeout(r, 100));
+  open!();
+  await until('the first failure', () => seen.length === 1);
+  await new Promise((r) => setTimeout(r, 100));
+  clock.advance(60 * SECOND);
+  queue.wake();
+  await until('the second failure', () => seen.length === 2);
+  await new Promise((r) => setTimeout(r, 100));
+  t.same(seen, [1, 2], 'attempts as the handler saw them');
+  t.match(await ctx.db('jobs').where({ id }).first(), { state: 'ready', attempts: 2 }, 'two failures of three allowed: still alive');
+});
