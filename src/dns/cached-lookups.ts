@@ -8,13 +8,25 @@ export type RawLookup = (name: string, rrtype: string) => Promise<unknown>;
 
 const NEGATIVE = new Set(['ENOTFOUND', 'ENODATA']);
 
+/**
+ * Each caller gets its own copy of an error: mailauth writes its verdict onto the error it is handed
+ * (`spfResult`), and one shared by concurrent or cached look-ups carried one message's SPF text into another's.
+ */
+function ownError(error: unknown): unknown {
+  if (!error || typeof error !== 'object') return error;
+  const e = error as Error & { spfResult?: object };
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(e) as object) as object, e, { message: e.message, stack: e.stack }) as typeof e;
+  if (e.spfResult) copy.spfResult = { ...e.spfResult };
+  return copy;
+}
+
 export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_000, maxEntries = 10_000): RawLookup {
   const cache = new Map<string, { until: number; value?: unknown; error?: unknown }>();
   const inFlight = new Map<string, Promise<unknown>>();
   return (name, rrtype) => {
     const key = `${rrtype} ${name.toLowerCase()}`;
     const hit = cache.get(key);
-    if (hit && hit.until > now()) return hit.error !== undefined ? Promise.reject(hit.error) : Promise.resolve(hit.value);
+    if (hit && hit.until > now()) return hit.error !== undefined ? Promise.reject(ownError(hit.error)) : Promise.resolve(hit.value);
     let p = inFlight.get(key);
     if (!p) {
       const store = (entry: { value?: unknown; error?: unknown }) => {
@@ -39,6 +51,8 @@ export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_00
       inFlight.set(key, p);
       void p.catch(() => undefined).finally(() => inFlight.delete(key));
     }
-    return p;
+    return p.catch((error: unknown) => {
+      throw ownError(error);
+    });
   };
 }
