@@ -304,6 +304,7 @@ export class JobQueue {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
     // Parked jobs never started: their leases go, and the attempt their lease counted.
     const parked: number[] = [];
     for (const lane of this.lanes.values()) for (const job of lane.parked.splice(0)) parked.push(job.id);
@@ -378,6 +379,8 @@ export class JobQueue {
           if (free <= 0) break;
           const want = Math.min(free, this.opts.batch);
           const leased = await this.lease(want);
+          // stop() came while the lease was under way: its jobs keep their leases, which the next start() releases.
+          if (this.stopped) break;
           const jobs = await this.dropHeld(leased);
           for (const job of jobs) this.launch(job);
           if (leased.length < want) {
