@@ -15,7 +15,7 @@ import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
-import { ByteBudget, readBudgeted } from '../core/listener-limits.js';
+import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
 import { MailboxFullError } from '../services/inbound-mailbox.js';
@@ -32,7 +32,7 @@ export const MX_LIMITS = {
   maxRecipients: 100,
   /** Sessions at once, all clients together. */
   maxConnections: 500,
-  /** Sessions at once from one IP address. */
+  /** Sessions at once from one client address (an IPv6 /64), counted from the TCP accept. */
   maxConnectionsPerIp: 50,
   /**
    * Message data held in memory at once by the sessions in DATA, all clients together and per client address (an
@@ -115,9 +115,7 @@ export function readNotices(raw: Buffer, routes: RecipientRoute[]): Notices {
 export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise<MxListener> {
   const limits = { ...MX_LIMITS, ...opts.limits };
   const log = ctx.log.child({ component: 'mx' });
-  const perIp = new Map<string, number>();
   const routes = new WeakMap<SMTPServerAddress, RecipientRoute>();
-  const counted = new WeakSet<SMTPServerSession>();
   const inFlight = new Set<Promise<unknown>>();
 
   const buffered = new ByteBudget(limits.maxBufferedBytes, limits.maxBufferedBytesPerClient);
@@ -168,21 +166,6 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     closeTimeout: limits.closeTimeoutMs,
     disableReverseLookup: true,
     logger: false,
-    onConnect(session, callback) {
-      const ip = session.remoteAddress;
-      const n = perIp.get(ip) ?? 0;
-      if (n >= limits.maxConnectionsPerIp) return callback(smtpError(MX_REPLIES.tooManyConnections));
-      perIp.set(ip, n + 1);
-      counted.add(session);
-      callback();
-    },
-    onClose(session) {
-      if (!counted.has(session)) return;
-      counted.delete(session);
-      const n = (perIp.get(session.remoteAddress) ?? 1) - 1;
-      if (n <= 0) perIp.delete(session.remoteAddress);
-      else perIp.set(session.remoteAddress, n);
-    },
     onMailFrom(address, _session, callback) {
       const args = address.args ? (address.args as Record<string, string | undefined>) : {};
       const declared = Number(args.SIZE ?? 0);
@@ -221,6 +204,9 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     },
   });
   server.on('error', (err) => log.warn({ err }, 'mx session error'));
+  // smtp-server's maxClients caps the total; this cap is per client address (an IPv6 /64), from the TCP accept.
+  const { code, text } = MX_REPLIES.tooManyConnections;
+  capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`));
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
