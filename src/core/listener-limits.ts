@@ -3,6 +3,7 @@
 // memory at once. A client address is an IPv4 address, or the /64 of an IPv6 one (a subscriber usually holds a
 // whole /64, so counting single IPv6 addresses would not limit anyone).
 import net from 'node:net';
+import { ipv6Bytes } from './ip.js';
 
 export interface ConnectionCapLimits {
   /** Sockets at once, all clients together. */
@@ -13,21 +14,16 @@ export interface ConnectionCapLimits {
 
 export type CapRefusal = 'total' | 'per-client';
 
-/** Expands an IPv6 address to its eight groups (no embedded IPv4 tail: callers map those first). */
-function ipv6Groups(address: string): string[] {
-  const [head, tail] = address.split('::') as [string, string | undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const fill = tail === undefined ? [] : Array.from({ length: 8 - left.length - right.length }, () => '0');
-  return [...left, ...fill, ...right].map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''));
-}
-
 /** The address a client is counted under: IPv4 as it is (also when v4-mapped), IPv6 by its /64. */
 export function clientKey(address: string | undefined): string {
   const a = (address ?? '').replace(/%.*$/, '');
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a);
   if (mapped) return mapped[1]!;
-  if (net.isIPv6(a) && !/\d+\.\d+\.\d+\.\d+$/.test(a)) return `${ipv6Groups(a).slice(0, 4).join(':')}::/64`;
+  if (net.isIPv6(a)) {
+    const b = ipv6Bytes(a);
+    const groups = [0, 2, 4, 6].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16));
+    return `${groups.join(':')}::/64`;
+  }
   return a;
 }
 

@@ -6,6 +6,7 @@ import https from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as systemLookup } from 'node:dns';
 import type { DnsResolver } from '../dns/resolver.js';
+import { ipv6Bytes } from '../core/ip.js';
 
 /** Response bodies are kept up to this many characters. */
 export const RESPONSE_BODY_LIMIT = 2048;
@@ -35,22 +36,6 @@ for (const [net, prefix] of [
   ['64:ff9b:1::', 48], // NAT64 for local use (RFC 8215): translated to addresses of the operator's choosing
 ] as const)
   blocked.addSubnet(net, prefix, 'ipv6');
-
-/** The 16 bytes of an IPv6 address (`isIP(ip) === 6`), a trailing dotted quad and a zone id allowed. */
-function ipv6Bytes(ip: string): number[] {
-  let text = ip.replace(/%.*$/, '');
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const groups = (part: string | undefined) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
-  const left = groups(head);
-  const right = groups(tail);
-  const all = tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
-  return all.flatMap((g) => [g >> 8, g & 0xff]);
-}
 
 /**
  * The IPv4 address an IPv6 address leads to, when it carries one: IPv4-mapped and IPv4-compatible (::/96,
