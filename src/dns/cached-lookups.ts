@@ -2,11 +2,10 @@
 // policies, ARC): a burst of mail from one sender asks the same few names again and again, as a local
 // caching resolver would absorb. Answers and "no such record" answers are kept for `ttlMs`; failures
 // (timeouts, SERVFAIL) are not kept; identical look-ups in flight share one query. Bounded in size.
-import type { DnsResolver } from './resolver.js';
+import { isNoData, type DnsResolver } from './resolver.js';
 
 export type RawLookup = (name: string, rrtype: string) => Promise<unknown>;
 
-const NEGATIVE = new Set(['ENOTFOUND', 'ENODATA']);
 
 /**
  * Each caller gets its own copy of an error: mailauth writes its verdict onto the error it is handed
@@ -39,12 +38,7 @@ export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_00
           return value;
         },
         (error: unknown) => {
-          const code = (error as NodeJS.ErrnoException)?.code ?? '';
-          if (NEGATIVE.has(code)) store({ error });
-          // mailauth's SPF takes an unanswered look-up as a temperror only when the error says so: it knows
-          // ETIMEOUT and EREFUSED, and skips an `include:` that fails otherwise (SERVFAIL, say), which can
-          // turn a temperror into a fail (RFC 7208 §5.2 says temperror). Its DKIM and DMARC ignore the mark.
-          else if (error && typeof error === 'object') Object.assign(error, { spfResult: { error: 'temperror', text: `DNS ${code || 'error'} looking up ${name}` } });
+          if (isNoData(error)) store({ error });
           throw error;
         },
       );

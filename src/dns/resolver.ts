@@ -32,6 +32,22 @@ export interface DnsResolver {
 
 const NO_DATA = new Set<string>([dns.NOTFOUND, dns.NODATA]);
 
+/** A look-up's error code, when the DNS answered that the name or record does not exist (not a failure to answer). */
+export const isNoData = (err: unknown): boolean => NO_DATA.has((err as NodeJS.ErrnoException | undefined)?.code ?? '');
+
+/**
+ * `raw`'s errors for mailauth: its SPF takes an unanswered look-up as a temperror only when the error says so (it
+ * knows ETIMEOUT and EREFUSED, and skips an `include:` that fails otherwise, SERVFAIL say, which can turn a
+ * temperror into a fail; RFC 7208 §5.2 says temperror). Its DKIM and DMARC ignore the mark.
+ */
+export function markUnanswered(err: unknown, name: string): unknown {
+  if (!isNoData(err) && err && typeof err === 'object') {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    Object.assign(err, { spfResult: { error: 'temperror', text: `DNS ${code} looking up ${name}` } });
+  }
+  return err;
+}
+
 export function createResolver(servers: DnsServer[], timeoutMs: number): DnsResolver {
   const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 2 });
   if (servers.length > 0) resolver.setServers(servers.map(formatDnsServer));
@@ -41,7 +57,7 @@ export function createResolver(servers: DnsServer[], timeoutMs: number): DnsReso
       return await fn();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
-      if (NO_DATA.has(code)) return [];
+      if (isNoData(err)) return [];
       throw new DnsLookupError(rrtype, name, code);
     }
   }
@@ -56,6 +72,9 @@ export function createResolver(servers: DnsServer[], timeoutMs: number): DnsReso
       ),
     a: (name) => lookup('A', name, () => resolver.resolve4(name)),
     aaaa: (name) => lookup('AAAA', name, () => resolver.resolve6(name)),
-    raw: (name, rrtype) => resolver.resolve(name, rrtype as 'A'),
+    raw: (name, rrtype) =>
+      resolver.resolve(name, rrtype as 'A').catch((err: unknown) => {
+        throw markUnanswered(err, name);
+      }),
   };
 }

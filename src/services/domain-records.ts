@@ -6,7 +6,7 @@
 //   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp)  0 1 <port> <box>   informational (RFC 6186)
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
 import { spf } from 'mailauth/lib/spf/index.js';
-import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
+import { DnsLookupError, isNoData, type DnsResolver } from '../dns/resolver.js';
 
 export type RecordStatus = 'pending' | 'verified' | 'failed';
 export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV';
@@ -157,7 +157,6 @@ export function parseTagList(text: string): Map<string, string> | null {
 const failed = (reason: string): CheckResult => ({ status: 'failed', reason });
 const verified: CheckResult = { status: 'verified' };
 
-const NO_DATA_CODES = new Set(['ENOTFOUND', 'ENODATA']);
 const errCode = (err: unknown) => (err as NodeJS.ErrnoException)?.code ?? 'EUNKNOWN';
 
 /** The name a customer types at a DNS host that appends the zone itself: `@` for the apex. */
@@ -220,18 +219,15 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Pro
   }
   // Evaluate the record as a receiver would (RFC 7208 §4), from every address the box may send from:
   // one that fails would fail SPF for the mail that leaves through it. A look-up that is not answered makes
-  // the evaluation a temperror (RFC 7208 §5.2, include:): mailauth knows that of ETIMEOUT and EREFUSED but
-  // skips an include answered SERVFAIL, so every such error is marked for it, and the first one kept.
+  // the evaluation a temperror (RFC 7208 §5.2, include:; the resolver marks such errors for mailauth): the
+  // first one is kept to say which.
   let unanswered: DnsLookupError | undefined;
   const resolver = async (name: string, rrtype: string): Promise<string[] | string[][]> => {
     try {
       return (await dns.raw(name, rrtype)) as string[] | string[][];
     } catch (err) {
       const code = errCode(err);
-      if (!NO_DATA_CODES.has(code)) {
-        unanswered ??= new DnsLookupError(rrtype, name, code);
-        Object.assign(err as object, { spfResult: { error: 'temperror', text: unanswered.message } });
-      }
+      if (!isNoData(err)) unanswered ??= new DnsLookupError(rrtype, name, code);
       throw err;
     }
   };
@@ -324,7 +320,7 @@ async function checkSrv(dns: DnsResolver, record: DnsRecord): Promise<CheckResul
     answers = (await dns.raw(record.name, 'SRV')) as SrvAnswer[];
   } catch (err) {
     const code = errCode(err);
-    if (NO_DATA_CODES.has(code)) return failed(`No SRV record found at ${record.name}`);
+    if (isNoData(err)) return failed(`No SRV record found at ${record.name}`);
     throw new DnsLookupError('SRV', record.name, code);
   }
   if (answers.length === 0) return failed(`No SRV record found at ${record.name}`);

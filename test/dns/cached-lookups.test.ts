@@ -1,8 +1,10 @@
 // The answer cache in front of mailauth's look-ups, over a resolver that answers from a table (the outside
-// internet faked): failures are marked for mailauth's SPF, and every caller gets its own error object.
+// internet faked): "no such name" is kept, failures are not, and every caller gets its own error object. Then the
+// box's resolver itself, over a dns2 server: an unanswered look-up is marked temperror for mailauth's SPF.
 import t from 'tap';
 import { cachedLookups } from '../../src/dns/cached-lookups.js';
-import type { DnsResolver } from '../../src/dns/resolver.js';
+import { createResolver, type DnsResolver } from '../../src/dns/resolver.js';
+import { startDns } from '../helpers/dns-server.js';
 
 function resolver(codes: Record<string, string>): DnsResolver & { calls: number } {
   const r = {
@@ -22,14 +24,13 @@ function resolver(codes: Record<string, string>): DnsResolver & { calls: number 
 
 type Marked = Error & { code?: string; spfResult?: { error: string; text?: string; rr?: string } };
 
-t.test('an unanswered look-up is marked temperror for mailauth; "no such name" is kept, and not marked', async (t) => {
+t.test('"no such name" is kept; a failure to answer is asked again', async (t) => {
   const dns = resolver({ 'down.example': 'ESERVFAIL', 'none.example': 'ENOTFOUND' });
   const lookup = cachedLookups(dns, () => 0);
   const down = (await lookup('down.example', 'TXT').catch((e: unknown) => e)) as Marked;
-  t.match(down, { code: 'ESERVFAIL', spfResult: { error: 'temperror' } });
+  t.equal(down.code, 'ESERVFAIL');
   const none = (await lookup('none.example', 'TXT').catch((e: unknown) => e)) as Marked;
   t.equal(none.code, 'ENOTFOUND');
-  t.notOk(none.spfResult);
   await lookup('none.example', 'TXT').catch(() => undefined);
   await lookup('down.example', 'TXT').catch(() => undefined);
   t.equal(dns.calls, 3, 'the negative answer came from the cache; the failure was asked again');
@@ -50,4 +51,16 @@ t.test('concurrent and cached callers each get their own error object', async (t
     t.equal(c.code, a!.code, 'same code');
     t.match(c.message, new RegExp(name.replace('.', '\\.')), 'same message');
   }
+});
+
+t.test('the resolver marks an unanswered look-up temperror for mailauth, and not "no such name"', async (t) => {
+  const server = await startDns();
+  t.teardown(() => server.stop());
+  server.fail('down.example');
+  const dns = createResolver([server.server], 1000);
+  const down = (await dns.raw('down.example', 'TXT').catch((e: unknown) => e)) as Marked;
+  t.match(down, { code: 'ESERVFAIL', spfResult: { error: 'temperror' } });
+  const none = (await dns.raw('none.example', 'TXT').catch((e: unknown) => e)) as Marked;
+  t.equal(none.code, 'ENOTFOUND');
+  t.notOk(none.spfResult);
 });

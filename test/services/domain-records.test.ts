@@ -12,7 +12,7 @@ import {
   zoneFileLine,
   type DnsRecord,
 } from '../../src/services/domain-records.js';
-import { DnsLookupError, type DnsResolver, type MxRecord } from '../../src/dns/resolver.js';
+import { DnsLookupError, markUnanswered, type DnsResolver, type MxRecord } from '../../src/dns/resolver.js';
 
 t.test('normaliseDomainName', async (t) => {
   const label63 = 'a'.repeat(63);
@@ -259,7 +259,7 @@ function memoryResolver(zone: Zone): DnsResolver & { asked: string[] } {
     aaaa: async (name) => get('AAAA', {}, name),
     raw: async (name, rrtype) => {
       asked.push(`raw ${rrtype} ${name}`);
-      if (zone.servfail?.includes(name)) throw Object.assign(new Error(`query${rrtype} ESERVFAIL ${name}`), { code: 'ESERVFAIL' });
+      if (zone.servfail?.includes(name)) throw markUnanswered(Object.assign(new Error(`query${rrtype} ESERVFAIL ${name}`), { code: 'ESERVFAIL' }), name);
       const cname = zone.cname?.[name];
       const values: unknown[] =
         rrtype === 'TXT'
