@@ -46,6 +46,10 @@ export interface SinkOptions {
   size?: number;
   /** Recipients per transaction, as Postfix's smtpd_recipient_limit: past it RCPT answers 452 4.5.3. */
   recipientLimit?: number;
+  /** Sessions at once, as many servers allow one client: past it the greeting is 421 4.7.0. */
+  maxSessions?: number;
+  /** The server drops a session idle this long (ms; smtp-server's default otherwise). */
+  socketTimeout?: number;
 }
 
 export interface SmtpSink {
@@ -128,11 +132,14 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
     authOptional: !options.auth,
     allowInsecureAuth: true,
     ...(options.size ? { size: options.size } : {}),
+    ...(options.socketTimeout ? { socketTimeout: options.socketTimeout } : {}),
     // The handshake fails: TLS 1.2 only and a client certificate demanded, which an MTA never has.
     ...(options.brokenTls ? { requestCert: true, rejectUnauthorized: true, maxVersion: 'TLSv1.2' as const } : {}),
     onConnect(session, callback) {
       sink.connections++;
       connectionOf.set(session.id, sink.connections);
+      // `sockets` holds this connection already.
+      if (options.maxSessions !== undefined && sockets.size > options.maxSessions) return callback(smtpError({ code: 421, text: '4.7.0 Too many connections from your host' }));
       callback(options.greeting ? smtpError(options.greeting) : null);
     },
     onAuth(auth, _session, callback) {

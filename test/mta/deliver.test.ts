@@ -487,27 +487,8 @@ t.test('an unreachable host holds up no delivery: the ones waiting for it fail w
 t.test('a host that refuses one more session while another is open is not suspended', async (t) => {
   const w = await world(t);
   // A server that allows one session per client, as many do: the second is refused at the greeting.
-  const open = new Set<string>();
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onConnect(session, cb) {
-      if (open.size >= 1) return cb(Object.assign(new Error('4.7.0 Too many connections from your host'), { responseCode: 421 }));
-      open.add(session.id);
-      cb();
-    },
-    onClose(session) {
-      open.delete(session.id);
-    },
-    onData(stream, _session, cb) {
-      stream.resume();
-      stream.on('end', () => cb());
-    },
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  const port = (server.server.address() as { port: number }).port;
+  const server = await w.sink({ starttls: false, maxSessions: 1 });
+  const port = server.port;
   w.mx('busy.test', [['mx.busy.test', 10, '127.0.0.1']]);
   const mta = w.mta({ outboundPort: port, connectionsPerHost: 2 });
   const deliverTwo = () => Promise.all(['a', 'b'].map((u) => mta.deliver(request('busy.test', [`${u}@busy.test`]))));
