@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import { startSubmission } from '../../src/smtp/submission.js';
 import { SmtpGuards } from '../../src/limits/smtp-guards.js';
 import { ALICE, submissionFixture } from './setup.js';
+import { SmtpDataSession } from '../helpers/smtp-data-session.js';
 
 const KB = 1024;
 
@@ -25,65 +26,16 @@ function firstWords(port: number, localAddress = '127.0.0.1'): Promise<{ said: s
   });
 }
 
-/** An authenticated session on the implicit-TLS port, in DATA. */
-class Session {
-  private buffer = '';
-  private waiting: Array<() => void> = [];
-  private closed = false;
-  private constructor(private readonly socket: tls.TLSSocket) {
-    socket.on('data', (d: Buffer) => {
-      this.buffer += d.toString('latin1');
-      this.waiting.splice(0).forEach((w) => w());
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      this.closed = true;
-      this.waiting.splice(0).forEach((w) => w());
-    });
+/** An authenticated session on the implicit-TLS port from `localAddress`, walked to DATA with the message header sent. */
+async function openSession(port: number, localAddress: string): Promise<SmtpDataSession> {
+  const s = new SmtpDataSession(tls.connect({ socket: net.connect({ port, host: '127.0.0.1', localAddress }), rejectUnauthorized: false }));
+  await s.reply(/^220/);
+  const auth = Buffer.from(`\0${ALICE.user}\0${ALICE.pass}`).toString('base64');
+  for (const [c, ok] of [['EHLO client.test', /^250/], [`AUTH PLAIN ${auth}`, /^235/], [`MAIL FROM:<${ALICE.user}>`, /^250/], ['RCPT TO:<bob@dest.example>', /^250/], ['DATA', /^354/]] as const) {
+    await s.command(c, ok);
   }
-
-  static async open(port: number, localAddress: string): Promise<Session> {
-    const s = new Session(tls.connect({ socket: net.connect({ port, host: '127.0.0.1', localAddress }), rejectUnauthorized: false }));
-    await s.reply(/^220/);
-    const auth = Buffer.from(`\0${ALICE.user}\0${ALICE.pass}`).toString('base64');
-    for (const [c, ok] of [['EHLO client.test', /^250/], [`AUTH PLAIN ${auth}`, /^235/], [`MAIL FROM:<${ALICE.user}>`, /^250/], ['RCPT TO:<bob@dest.example>', /^250/], ['DATA', /^354/]] as const) {
-      s.socket.write(`${c}\r\n`);
-      await s.reply(ok);
-    }
-    s.socket.write(`From: ${ALICE.user}\r\nTo: bob@dest.example\r\nSubject: big\r\n\r\n`);
-    return s;
-  }
-
-  async reply(expect?: RegExp): Promise<string> {
-    for (;;) {
-      const m = /(?:^|\n)(\d{3}) [^\r\n]*\r\n/.exec(this.buffer);
-      if (m) {
-        this.buffer = this.buffer.slice(m.index + m[0].length);
-        const line = m[0].trim();
-        if (expect && !expect.test(line)) throw new Error(`unexpected reply ${line}`);
-        return line;
-      }
-      if (this.closed) throw new Error(`closed by the server; unread: ${JSON.stringify(this.buffer)}`);
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    }
-  }
-
-  async send(bytes: number): Promise<void> {
-    const line = 'a'.repeat(76) + '\r\n';
-    await new Promise<void>((resolve) => this.socket.write(line.repeat(Math.ceil(bytes / 78)), () => resolve()));
-    await new Promise((r) => setTimeout(r, 300));
-  }
-
-  async finish(): Promise<string> {
-    this.socket.write('.\r\n');
-    const r = await this.reply();
-    this.socket.end('QUIT\r\n');
-    return r;
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
+  s.write(`From: ${ALICE.user}\r\nTo: bob@dest.example\r\nSubject: big\r\n\r\n`);
+  return s;
 }
 
 t.test('submission under abuse', async (t) => {
@@ -129,10 +81,10 @@ t.test('submission under abuse', async (t) => {
   });
 
   t.test('DATA held in memory is budgeted: past it 452 4.3.1, given back when sessions end', async (t) => {
-    const sessions: Session[] = [];
+    const sessions: SmtpDataSession[] = [];
     t.teardown(() => sessions.forEach((s) => s.destroy()));
     const open = async (ip: string) => {
-      const s = await Session.open(implicit, ip);
+      const s = await openSession(implicit, ip);
       sessions.push(s);
       return s;
     };
