@@ -43,6 +43,8 @@ export interface CheckResult {
   reason?: string;
   /** The look-up was not answered (timeout, SERVFAIL, refused): the check says nothing about the record. */
   transient?: true;
+  /** With `transient`: which look-up went unanswered. */
+  unanswered?: string;
 }
 
 /** Key of a record in the stored status map; stable across hostname changes. */
@@ -348,7 +350,7 @@ export async function checkRecord(dns: DnsResolver, domain: string, hostname: st
         return await checkSrv(dns, record);
     }
   } catch (err) {
-    if (err instanceof DnsLookupError) return { status: 'failed', reason: `${err.message}; try again later`, transient: true };
+    if (err instanceof DnsLookupError) return { status: 'failed', reason: `${err.message}; try again later`, transient: true, unanswered: err.message };
     return failed(`Check failed: ${(err as Error).message}`);
   }
 }

@@ -298,7 +298,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   for (const { record, result } of checked) {
     const kept = result.transient === true && record.status === 'verified';
     const status: RecordStatus = kept ? 'verified' : result.status;
-    const reason = kept ? `${result.reason?.replace(/; try again later$/, '')}; the last check's result is kept, try again later` : result.reason;
+    const reason = kept ? `${result.unanswered}; the last check's result is kept, try again later` : result.reason;
     stored[recordKey(record)] = reason ? { status, reason } : { status };
     if (record.required && result.status !== 'verified' && !(kept && wasVerified)) ok = false;
     const watched = record.record === 'SPF' || (record.record === 'MX' && (row.inbound_mode ?? 'none') !== 'none');
