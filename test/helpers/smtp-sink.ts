@@ -92,6 +92,8 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
   const { key, cert } = await sinkTlsMaterial();
   const sockets = new Map<number, Socket>();
   const connectionOf = new Map<string, number>();
+  /** Sessions let in and not yet closed (for `maxSessions`). */
+  const admitted = new Set<string>();
   const idleWaiters: Array<() => void> = [];
 
   const sink: SmtpSink = {
@@ -138,9 +140,14 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
     onConnect(session, callback) {
       sink.connections++;
       connectionOf.set(session.id, sink.connections);
-      // `sockets` holds this connection already.
-      if (options.maxSessions !== undefined && sockets.size > options.maxSessions) return callback(smtpError({ code: 421, text: '4.7.0 Too many connections from your host' }));
+      if (options.maxSessions !== undefined) {
+        if (admitted.size >= options.maxSessions) return callback(smtpError({ code: 421, text: '4.7.0 Too many connections from your host' }));
+        admitted.add(session.id);
+      }
       callback(options.greeting ? smtpError(options.greeting) : null);
+    },
+    onClose(session) {
+      admitted.delete(session.id);
     },
     onAuth(auth, _session, callback) {
       if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
