@@ -11,8 +11,12 @@
 // `laneConcurrency` jobs of one lane run at once; the lane's other leased jobs wait in memory, holding no
 // slot, and start as its running ones finish, oldest first. Without this a backlog for one slow destination
 // took every slot (each job waiting there for a connection), and an email to any other domain waited behind
-// the whole backlog. Waiting jobs are bounded (`maxParked`); past that the worker leases nothing more until
-// they drain, as it did before lanes (Postfix's active queue has the same bound, qmgr_message_active_limit).
+// the whole backlog. Waiting jobs are bounded (`maxParked`, as Postfix bounds its active queue with
+// qmgr_message_active_limit); past that the worker leases only jobs that can start at once, skipping the lanes
+// at their limit. Such a lease scans past the backlog in the table (about 13 ms per 100,000 rows), so the next
+// one starts where it stopped (a cursor): for as long as the lanes it skipped are still skipped, until a job is
+// written or rescheduled behind it, and for at most SKIP_CURSOR_MS (a lease that expires puts a job behind it).
+// Measured with 100,000 queued for one lane: another lane's job starts in ~1 ms; idle, 2.5% of a core.
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Batcher, insertRows } from '../db/batcher.js';
@@ -72,11 +76,23 @@ export interface WorkerOptions {
    * deliveries per second on bench:send's batch phase (fewer in flight), three quarters nothing measurable.
    */
   laneConcurrency?: number;
-  /** Leased jobs waiting for their lane, at most (the worker leases nothing more past it). */
+  /** Leased jobs waiting for their lane, at most (past it the worker leases only jobs that can start at once). */
   maxParked: number;
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 32, batch: 64, leaseMs: 5 * 60_000, pollMs: 250, maxAttempts: 10, maxParked: 20_000 };
+
+/** How long a cursor past full lanes is trusted before a lease scans from the oldest due job again (ms). */
+const SKIP_CURSOR_MS = 10_000;
+/** A cursor past full lanes stays this far behind the clock (ms), for jobs written but not yet committed. */
+const SKIP_CURSOR_SLACK_MS = 5_000;
+
+interface SkipCursor {
+  runAt: number;
+  id: number;
+  lanes: Set<string>;
+  since: number;
+}
 
 interface JobRow {
   id: number;
@@ -112,6 +128,8 @@ export class JobQueue {
    * would otherwise run a lease that finds nothing, on the single write connection the send path shares.
    */
   private mayHaveDue = true;
+  /** Where the last lease past full lanes stopped, the lanes it skipped, and when its scan began from the start. */
+  private skipCursor: SkipCursor | null = null;
   /** Slots promised to jobs enqueued already leased, whose transaction has not committed yet. */
   private reserved = 0;
   private started = false;
@@ -132,10 +150,19 @@ export class JobQueue {
     this.opts = { ...merged, laneConcurrency: merged.laneConcurrency ?? Math.max(Math.min(merged.concurrency, 2), merged.concurrency - Math.floor(merged.concurrency / 4)) };
   }
 
-  /** Slots the worker may lease for now: free ones, unless as many jobs as allowed wait for their lane. */
-  private freeSlots(): number {
-    if (this.parked >= this.opts.maxParked) return 0;
+  /** Slots not running a job. */
+  private idleSlots(): number {
     return this.opts.concurrency - this.running.size - this.reserved;
+  }
+
+  /** Slots the worker may lease any due job for: idle ones, unless as many jobs as allowed wait for their lane. */
+  private freeSlots(): number {
+    return this.parked >= this.opts.maxParked ? 0 : this.idleSlots();
+  }
+
+  /** Lanes running as many jobs as they may (a job leased for one of them would wait). */
+  private fullLanes(): string[] {
+    return [...this.lanes].filter(([, lane]) => lane.running >= this.opts.laneConcurrency).map(([name]) => name);
   }
 
   /**
@@ -160,7 +187,15 @@ export class JobQueue {
       throw err;
     }
     if (row.run_at <= now) this.wakeAfter(q);
+    this.dueAt(q, row.run_at);
     return id;
+  }
+
+  /** A job is due at `runAt` once `q` commits: a cursor past full lanes that went beyond it is dropped then. */
+  private dueAt(q: Queryable, runAt: number): void {
+    this.afterCommit(q, () => {
+      if (this.skipCursor && runAt <= this.skipCursor.runAt) this.skipCursor = null;
+    });
   }
 
   /**
@@ -203,6 +238,7 @@ export class JobQueue {
     }
     if (handed.length > 0) this.afterCommit(q, () => this.adopt(handed), () => (this.reserved -= handed.length));
     if (due.length > handed.length) this.wakeAfter(q);
+    this.dueAt(q, rows.reduce((min, r) => Math.min(min, r.run_at), Infinity));
     return rows.map((r) => r.id);
   }
 
@@ -249,6 +285,7 @@ export class JobQueue {
    * parked for its lane has not started: it waits too.
    */
   async reschedule(q: Queryable, id: number, runAt: Date): Promise<boolean> {
+    this.dueAt(q, runAt.getTime());
     if (this.unpark(q, id)) {
       const n = await execute(q, `UPDATE jobs SET run_at = ?, lease_until = NULL, attempts = attempts - 1 WHERE id = ? AND state = 'ready'`, [runAt.getTime(), id]);
       return n > 0;
@@ -375,17 +412,20 @@ export class JobQueue {
       do {
         this.refill = false;
         while (!this.stopped) {
-          const free = this.freeSlots();
+          const free = this.idleSlots();
           if (free <= 0) break;
           const want = Math.min(free, this.opts.batch);
-          const leased = await this.lease(want);
+          // As many jobs as allowed wait for their lanes: only jobs that can start now.
+          const saturated = this.parked >= this.opts.maxParked;
+          const leased = saturated ? await this.leasePastFullLanes(want) : await this.lease(want);
           // stop() came while the lease was under way: its jobs keep their leases, which the next start() releases.
           if (this.stopped) break;
           const jobs = await this.dropHeld(leased);
           for (const job of jobs) this.launch(job);
           if (leased.length < want) {
-            // Everything due was taken, unless a wake came in meanwhile (then `refill` looks again).
-            if (!this.refill) this.mayHaveDue = false;
+            // Everything due was taken, unless a wake came in meanwhile (then `refill` looks again); past full
+            // lanes, their jobs are still due.
+            if (!this.refill && !saturated) this.mayHaveDue = false;
             break;
           }
         }
@@ -418,17 +458,37 @@ export class JobQueue {
     return leased.filter((j) => !this.held.has(j.id));
   }
 
-  private async lease(limit: number): Promise<Job[]> {
+  /** Leases up to `limit` due jobs, oldest first (see lease()), none of a lane at its limit; see the top. */
+  private async leasePastFullLanes(limit: number): Promise<Job[]> {
+    const skip = this.fullLanes();
+    const c = this.skipCursor;
+    const from = c && performance.now() - c.since < SKIP_CURSOR_MS && [...c.lanes].every((l) => skip.includes(l)) ? c : null;
+    const horizon = this.clock.now().getTime() - SKIP_CURSOR_SLACK_MS;
+    const jobs = await this.lease(limit, skip, from ?? undefined);
+    const last = jobs.at(-1);
+    // The lease stopped at its last job, or saw every due one. Jobs due in the last few seconds are looked at
+    // again: one may have been written (its run_at stamped) by a transaction that had not committed yet.
+    const end = jobs.length === limit && last && last.runAt.getTime() <= horizon ? { runAt: last.runAt.getTime(), id: last.id } : { runAt: horizon, id: Number.MAX_SAFE_INTEGER };
+    this.skipCursor = { ...end, lanes: new Set(skip), since: from?.since ?? performance.now() };
+    return jobs;
+  }
+
+  /** Leases up to `limit` due jobs, oldest first: none of the lanes in `skip`, only after `after` when given. */
+  private async lease(limit: number, skip: string[] = [], after?: { runAt: number; id: number }): Promise<Job[]> {
     const now = this.clock.now().getTime();
+    const where = [
+      ...(skip.length ? [`(lane IS NULL OR lane NOT IN (${placeholders(skip.length)}))`] : []),
+      ...(after ? ['run_at >= ? AND (run_at > ? OR id > ?)'] : []),
+    ];
     const rows = await queryRows<JobRow>(
       this.db,
       `UPDATE jobs SET lease_until = ?, attempts = attempts + 1
        WHERE id IN (
          SELECT id FROM jobs
-         WHERE state = 'ready' AND run_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+         WHERE state = 'ready' AND run_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ${where.map((w) => `AND ${w}`).join(' ')}
          ORDER BY run_at, id LIMIT ?)
        RETURNING id, kind, payload, run_at, attempts, lane`,
-      [now + this.opts.leaseMs, now, now, limit],
+      [now + this.opts.leaseMs, now, now, ...skip, ...(after ? [after.runAt, after.runAt, after.id] : []), limit],
     );
     return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id).map(jobOf);
   }

@@ -7,6 +7,7 @@ import type { Test } from 'tap';
 import { ANY_FREE_PORTS, loadConfig, type Config } from '../../src/config.js';
 import { startAppliance, type Appliance } from '../../src/appliance.js';
 import { FakeClock } from '../../src/core/clock.js';
+import type { WorkerOptions } from '../../src/jobs/queue.js';
 import { newToken } from '../../src/services/api-keys.js';
 
 export const TEST_HOSTNAME = 'mx.appliance.test';
@@ -44,6 +45,8 @@ export interface TestAppOptions {
   clock?: FakeClock;
   /** Reuse a data directory (restart tests); a fresh temporary one otherwise. */
   dataDir?: string;
+  /** Job worker options over the config's (e.g. a small maxParked). */
+  jobs?: Partial<WorkerOptions>;
 }
 
 
@@ -85,7 +88,7 @@ export async function request<T>(base: string, defaultKey: string | null, method
 export async function startTestApp(t: Test, opts: TestAppOptions = {}): Promise<TestApp> {
   const clock = opts.clock ?? new FakeClock('2026-03-01T10:00:00.000Z');
   const config = testConfig({ ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), ...opts.config });
-  const appliance = await startAppliance({ config, clock });
+  const appliance = await startAppliance({ config, clock, ...(opts.jobs ? { jobs: opts.jobs } : {}) });
   const url = `http://127.0.0.1:${appliance.ports.api.port}`;
   const apiKey = config.bootstrapApiKey!;
   const teamId = appliance.bootstrap?.team.id ?? '';

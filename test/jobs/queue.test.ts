@@ -337,27 +337,31 @@ t.test('a handler that ends its job in its own transaction answers FINISHED: the
 
 // ── Lanes ──────────────────────────────────────────────────────────────────────────────────────────────
 
-/** A handler whose jobs in lane 'to:slow' wait until released; it logs every start. */
+/** A handler whose jobs in lane 'to:slow' (and 'to:slow2') wait until released; it logs every start. */
 function gated(queue: JobQueue) {
   const started: string[] = [];
-  const waiting: Array<() => void> = [];
+  const waiting: Array<{ lane: string; release: () => void }> = [];
   let running = 0;
   let peak = 0;
   queue.register('d', async (job: Job) => {
     const { name } = job.payload as { name: string };
     started.push(name);
-    if (job.lane !== 'to:slow') return;
-    peak = Math.max(peak, ++running);
-    await new Promise<void>((r) => waiting.push(r));
-    running--;
+    if (!job.lane?.startsWith('to:slow')) return;
+    if (job.lane === 'to:slow') peak = Math.max(peak, ++running);
+    await new Promise<void>((release) => waiting.push({ lane: job.lane!, release }));
+    if (job.lane === 'to:slow') running--;
   });
+  const of = (lane: string) => waiting.filter((w) => w.lane === lane);
   return {
     started,
+    /** Most jobs of lane 'to:slow' running at once. */
     get peak() {
       return peak;
     },
-    releaseAll: () => waiting.splice(0).forEach((r) => r()),
-    waiting: () => waiting.length,
+    releaseAll: (lane = 'to:slow') => {
+      for (const w of of(lane)) waiting.splice(waiting.indexOf(w), 1)[0]!.release();
+    },
+    waiting: (lane = 'to:slow') => of(lane).length,
   };
 }
 
@@ -433,6 +437,52 @@ t.test('at most maxParked jobs wait for their lane: past it nothing more is leas
   }
   await queue.drain();
   t.equal(h.started.length, 10);
+});
+
+t.test('past maxParked, jobs of other lanes (and of none) still run at once, behind a backlog older than them', async (t) => {
+  const { ctx, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, maxParked: 3 });
+  const h = gated(queue);
+  for (let i = 0; i < 10; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await queue.enqueue(ctx.db, 'd', { name: 'fast' }, { lane: 'to:fast' });
+  await queue.enqueue(ctx.db, 'd', { name: 'plain' });
+  await until('the later jobs to run', () => h.started.includes('fast') && h.started.includes('plain'));
+  t.same(h.started.filter((n) => n.startsWith('slow')), ['slow0'], 'only the first of the backlog has started');
+  await new Promise((r) => setTimeout(r, 50));
+  const leased = Number((await ctx.db('jobs').whereNotNull('lease_until').count({ n: '*' }).first())?.n);
+  t.equal(leased, 4, 'one of the backlog running and three parked; the other six wait in the table');
+  for (let i = 0; i < 10; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.equal(h.peak, 1, 'the slow lane one at a time');
+  t.same(h.started.filter((n) => n.startsWith('slow')), Array.from({ length: 10 }, (_, i) => `slow${i}`), 'the backlog each once, in order');
+});
+
+t.test('past maxParked, a lane that was skipped as full is leased again from its oldest job once it has room', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, maxParked: 3 });
+  const h = gated(queue);
+  for (let i = 0; i < 10; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  // Three of the second lane are leased past the full first one (one runs, two park); the lane is then full too,
+  // and the next lease, skipping both, finds nothing more: its cursor is past the second lane's other three
+  // (due a minute ago, so that they are behind it, not in the last seconds it looks at again).
+  const earlier = new Date(clock.now().getTime() - MINUTE);
+  await queue.enqueueMany(ctx.db, Array.from({ length: 6 }, (_, i) => ({ kind: 'd', payload: { name: `other${i}` }, lane: 'to:slow2', runAt: earlier })));
+  for (let i = 0; i < 6; i++) {
+    await until(`other${i}`, () => h.started.includes(`other${i}`) && h.waiting('to:slow2') === 1);
+    h.releaseAll('to:slow2');
+  }
+  t.same(h.started.filter((n) => n.startsWith('slow')), ['slow0'], 'the first lane still on its first job');
+  for (let i = 0; i < 10; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+  t.equal(h.started.length, 16);
 });
 
 t.test('a graceful stop releases the leases of parked jobs (they never ran)', async (t) => {
