@@ -39,12 +39,15 @@ export class ConnectionCaps {
     return this.open;
   }
 
-  /** Counts the socket in until it closes, or says which cap refuses it (then nothing is counted). */
-  admit(socket: net.Socket): CapRefusal | null {
+  /**
+   * Counts the socket in until it closes, or says which cap refuses it (then nothing is counted). `perClient`, when
+   * given and lower, stands for the per-client cap (a listener under stress).
+   */
+  admit(socket: net.Socket, perClient = this.limits.perClient): CapRefusal | null {
     const key = clientKey(socket.remoteAddress);
     const n = this.byClient.get(key) ?? 0;
     if (this.open >= this.limits.total) return 'total';
-    if (n >= this.limits.perClient) return 'per-client';
+    if (n >= Math.min(perClient, this.limits.perClient)) return 'per-client';
     this.open++;
     this.byClient.set(key, n + 1);
     socket.once('close', () => {
@@ -58,17 +61,81 @@ export class ConnectionCaps {
 }
 
 /**
- * Puts `caps` in front of a server's own connection handling: every accepted socket is admitted first, and a
- * refused one goes to `refuse` and no further (the server never sees it). Call it once the server is built
- * (its own 'connection' listeners are in place) and before it listens; works for net, tls and http servers and
- * for smtp-server's `server.server` (for a TLS server the socket is the raw one, before any handshake).
+ * A listener is under stress (Postfix's STRESS, postconf(5) and anvil(8)) once its open sockets reach this share
+ * of its capacity, and stays so until they fall below STRESS_LEAVE_SHARE (the gap keeps it from flapping at the
+ * edge). Under stress it shortens its timeouts and tolerates fewer errors, so that peers holding sessions they do
+ * not use are shed and those that talk get in.
  */
-export function capConnections(server: net.Server, caps: ConnectionCaps, refuse: (socket: net.Socket, why: CapRefusal) => void): void {
+export const STRESS_ENTER_SHARE = 0.8;
+export const STRESS_LEAVE_SHARE = 0.6;
+/**
+ * Under stress a client address may open no more sockets once it holds this share of the capacity (at least one):
+ * 10 of 500. Shed sessions are then not taken back at once by the peers that held them (they reconnect faster than
+ * anyone else), so the room they leave goes to others: to fill a listener under stress takes 1 / share addresses
+ * (50), not capacity / per-client cap (10).
+ */
+export const STRESS_CLIENT_SHARE = 0.02;
+
+/** Counts one listener's sockets (until they close) against its capacity, and says when stress starts and ends. */
+export class StressGauge {
+  private open = 0;
+  private on = false;
+
+  constructor(
+    readonly capacity: number,
+    private readonly onChange: (stressed: boolean, open: number) => void,
+  ) {}
+
+  get stressed(): boolean {
+    return this.on;
+  }
+
+  /** The per-client cap while under stress. */
+  get perClientUnderStress(): number {
+    return Math.max(1, Math.floor(this.capacity * STRESS_CLIENT_SHARE));
+  }
+
+  /** Sockets counted in now. */
+  get size(): number {
+    return this.open;
+  }
+
+  /** Counts the socket in until it closes. */
+  track(socket: net.Socket): void {
+    this.open++;
+    socket.once('close', () => {
+      this.open--;
+      this.update();
+    });
+    this.update();
+  }
+
+  private update(): void {
+    if (!this.on && this.open >= this.capacity * STRESS_ENTER_SHARE) {
+      this.on = true;
+      this.onChange(true, this.open);
+    } else if (this.on && this.open < this.capacity * STRESS_LEAVE_SHARE) {
+      this.on = false;
+      this.onChange(false, this.open);
+    }
+  }
+}
+
+/**
+ * Puts `caps` in front of a server's own connection handling: every accepted socket is admitted first, and a
+ * refused one goes to `refuse` and no further (the server never sees it). An admitted one is counted by `gauge`
+ * (if given) before the server sees it; while the gauge says stress, the per-client cap is its lower one. Call it
+ * once the server is built (its own 'connection' listeners are in place) and before it listens; works for net, tls
+ * and http servers and for smtp-server's `server.server` (for a TLS server the socket is the raw one, before any
+ * handshake).
+ */
+export function capConnections(server: net.Server, caps: ConnectionCaps, refuse: (socket: net.Socket, why: CapRefusal) => void, gauge?: StressGauge): void {
   const own = server.listeners('connection') as Array<(socket: net.Socket) => void>;
   server.removeAllListeners('connection');
   server.on('connection', (socket: net.Socket) => {
-    const why = caps.admit(socket);
+    const why = gauge?.stressed ? caps.admit(socket, gauge.perClientUnderStress) : caps.admit(socket);
     if (why === null) {
+      gauge?.track(socket);
       for (const listener of own) listener.call(server, socket);
       return;
     }

@@ -1,10 +1,11 @@
 // The MX listener (MAIL_MX_PORT): smtp-server hooks as thin adapters over the inbound services.
-//   connect   per-IP and overall connection caps (421 4.7.0)
-//   MAIL      any sender, the null reverse path included; a declared SIZE over the limit is 552 5.3.4
+//   connect   per-IP and overall connection caps (421 4.7.0); from 80% of the overall cap, stress: short
+//             timeouts, fewer errors and sessions per address tolerated (./listener-guard.ts)
+//   MAIL      any sender, the null reverse path included; a declared SIZE over the advertised one is 552 5.3.4
 //   RCPT      services/inbound-routing.ts decides; unknown user 550 5.1.1, a domain we do not serve
 //             550 5.7.1 (no relaying), more than MAX_RECIPIENTS 452 4.5.3
-//   DATA      read up to the size limit (552 5.3.4 past it) and the memory budget of all sessions (452 4.3.1
-//             past it); reports addressed to us parsed here (pure
+//   DATA      read up to the size limit (552 5.3.4 past it, RFC 1870 §6.1) and the memory budget of all
+//             sessions (452 4.3.1 past it); reports addressed to us parsed here (pure
 //             codecs in ./reports/); services/inbound.ts authenticates and stores; 250 only after it
 //             committed; DMARC reject 550 5.7.1 (451 4.7.0 when a DNS look-up of the check went unanswered);
 //             anything unexpected 451 4.3.0 (the sender retries).
@@ -16,6 +17,7 @@ import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
+import { guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
 import { MailboxFullError } from '../services/inbound-mailbox.js';
@@ -44,6 +46,8 @@ export const MX_LIMITS = {
   maxBufferedBytesPerClient: 80 * 1024 * 1024,
   /** Idle time before a silent session is dropped (RFC 5321 §4.5.3.2.7 suggests 5 minutes). */
   idleTimeoutMs: 5 * 60 * 1000,
+  /** The same under stress (80% of maxConnections open, until below 60%): Postfix's 10 s. */
+  stressIdleTimeoutMs: STRESS_IDLE_TIMEOUT_MS,
   /** How long a stop waits for sessions to finish before closing them. */
   closeTimeoutMs: 2000,
 };
@@ -57,7 +61,7 @@ export const MX_REPLIES = {
   relayDenied: { code: 550, text: '5.7.1 Relaying denied: this server does not accept mail for that domain' },
   tooManyRecipients: { code: 452, text: '4.5.3 Too many recipients' },
   mailboxFull: { code: 452, text: '4.2.2 Mailbox full, try again later' },
-  tooBig: { code: 552, text: '5.3.4 Message too big for system' },
+  tooBig: { code: SIZE_EXCEEDED.code, text: `${SIZE_EXCEEDED.enhanced} ${SIZE_EXCEEDED.text}` },
   noRoom: { code: 452, text: '4.3.1 Insufficient system storage, try again later' },
   noRecipients: { code: 503, text: '5.5.1 No valid recipients' },
   dmarcReject: { code: 550, text: '5.7.1' },
@@ -156,9 +160,8 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     secure: false,
     key: opts.tls.key,
     cert: opts.tls.cert,
+    // EHLO advertises SIZE with its figure (RFC 1870); a larger declared SIZE is answered by guardListener.
     size: limits.maxMessageBytes,
-    // SIZE is advertised without its figure so that MAIL FROM's SIZE check is ours (552 5.3.4).
-    hideSize: true,
     authOptional: true,
     disabledCommands: ['AUTH'],
     maxClients: limits.maxConnections,
@@ -166,12 +169,6 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     closeTimeout: limits.closeTimeoutMs,
     disableReverseLookup: true,
     logger: false,
-    onMailFrom(address, _session, callback) {
-      const args = address.args ? (address.args as Record<string, string | undefined>) : {};
-      const declared = Number(args.SIZE ?? 0);
-      if (declared > limits.maxMessageBytes) return callback(smtpError(MX_REPLIES.tooBig));
-      callback();
-    },
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= limits.maxRecipients) return callback(smtpError(MX_REPLIES.tooManyRecipients));
       // smtp-server hands over the domain in Unicode (it decodes an xn-- name); the box keeps names in ASCII.
@@ -203,10 +200,10 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
       void work.finally(() => inFlight.delete(work));
     },
   });
-  server.on('error', (err) => log.warn({ err }, 'mx session error'));
+  const gauge = guardListener(server, { log, listener: 'mx', capacity: limits.maxConnections, idleTimeoutMs: limits.idleTimeoutMs, stressIdleTimeoutMs: limits.stressIdleTimeoutMs, maxMessageBytes: limits.maxMessageBytes });
   // smtp-server's maxClients caps the total; this cap is per client address (an IPv6 /64), from the TCP accept.
   const { code, text } = MX_REPLIES.tooManyConnections;
-  capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`));
+  capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`), gauge);
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);

@@ -1,7 +1,8 @@
 // SMTP submission (RFC 6409) on two listeners: MAIL_SUBMISSION_PORT (STARTTLS; AUTH only once the session
 // is encrypted) and MAIL_SUBMISSIONS_PORT (implicit TLS, RFC 8314). smtp-server speaks the protocol; the
 // hooks below are thin adapters over services/submission.ts, and every refusal is one of the replies in
-// REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451.
+// REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451. Each
+// listener goes under stress past 80% of its SUBMISSION_MAX_CLIENTS (./listener-guard.ts).
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.js';
@@ -9,6 +10,7 @@ import type { TlsMaterial } from '../core/key-material.js';
 import { AppError } from '../core/errors.js';
 import { normaliseAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseSilently, refuseWith } from '../core/listener-limits.js';
+import { eachConnection, guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/quotas.js';
 import { MAX_RECIPIENTS } from '../services/emails.js';
@@ -20,6 +22,8 @@ export const SUBMISSION_MAX_BYTES = 36 * 1024 * 1024;
 export const SUBMISSION_MAX_CLIENTS = 500;
 /** An idle connection is closed after this (RFC 5321 §4.5.3.2 suggests 5 minutes for commands). */
 export const SUBMISSION_SOCKET_TIMEOUT_MS = 5 * 60_000;
+/** The same while the listener is under stress (80% of SUBMISSION_MAX_CLIENTS open, until below 60%). */
+export const SUBMISSION_STRESS_SOCKET_TIMEOUT_MS = STRESS_IDLE_TIMEOUT_MS;
 /** On stop, open sessions get this long to finish before they are cut. */
 export const SUBMISSION_CLOSE_TIMEOUT_MS = 10_000;
 /**
@@ -41,7 +45,7 @@ export const REPLY = {
   quota: QUOTA_SMTP_REPLY, // 451 4.7.1
   badAddress: { code: 553, enhanced: '5.1.3' },
   tooManyRecipients: { code: 452, enhanced: '4.5.3' },
-  tooLarge: { code: 552, enhanced: '5.3.4' },
+  tooLarge: { code: SIZE_EXCEEDED.code, enhanced: SIZE_EXCEEDED.enhanced },
   noRoom: { code: 452, enhanced: '4.3.1' },
   badMessage: { code: 554, enhanced: '5.6.0' },
   notAuthorised: { code: 550, enhanced: '5.7.1' },
@@ -64,12 +68,17 @@ export interface SubmissionOptions {
   store: SubmissionStore;
   guards: SmtpGuards;
   tls: TlsMaterial;
-  /** The per-address and memory figures (the SUBMISSION_* constants unless a test says otherwise). */
+  /** The figures of the listeners (the SUBMISSION_* constants unless a test says otherwise). */
   limits?: Partial<SubmissionLimits>;
 }
 
 export interface SubmissionLimits {
+  maxMessageBytes: number;
+  /** Per listener. */
+  maxConnections: number;
   maxConnectionsPerClient: number;
+  socketTimeoutMs: number;
+  stressSocketTimeoutMs: number;
   maxBufferedBytes: number;
   maxBufferedBytesPerClient: number;
 }
@@ -95,14 +104,16 @@ function replyFor(ctx: AppContext, err: unknown): SmtpReply {
   return new SmtpReply(REPLY.temporary, 'Temporary failure, please try again later');
 }
 
-/** What both listeners share: the per-address connection count and the memory budget of DATA. */
+/** What both listeners share: their figures, the per-address connection count and the memory budget of DATA. */
 interface Shared {
+  limits: SubmissionLimits;
   caps: ConnectionCaps;
   buffered: ByteBudget;
 }
 
 /** The part of smtp-server's connection object that `authOnlyOverTls` touches (not in its published types). */
 interface SmtpConnectionInternals {
+  _socket: unknown;
   secure: boolean;
   handler_EHLO(command: Buffer, callback: () => void): void;
 }
@@ -115,12 +126,8 @@ interface SmtpConnectionInternals {
  * swapped only for that call). After STARTTLS the client's new EHLO lists `AUTH PLAIN LOGIN`.
  */
 function authOnlyOverTls(server: SMTPServer): void {
-  const internals = server as unknown as { connect(socket: unknown, options: unknown): void; connections: Set<SmtpConnectionInternals>; options: { authMethods: string[] } };
-  const connect = internals.connect.bind(server);
-  internals.connect = (socket, options) => {
-    connect(socket, options);
-    const connection = [...internals.connections].at(-1); // the one just added (a Set keeps insertion order)
-    if (!connection) return;
+  const internals = server as unknown as { options: { authMethods: string[] } };
+  eachConnection<SmtpConnectionInternals>(server, (connection) => {
     const ehlo = connection.handler_EHLO.bind(connection);
     connection.handler_EHLO = (command, callback) => {
       if (connection.secure) return ehlo(command, callback);
@@ -132,11 +139,12 @@ function authOnlyOverTls(server: SMTPServer): void {
         internals.options.authMethods = methods;
       }
     };
-  };
+  });
 }
 
 function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared): SMTPServer {
   const { ctx, store, guards, tls } = opts;
+  const { limits } = shared;
   const log = ctx.log.child({ component: 'submission' });
   const server = new SMTPServer({
     name: ctx.config.hostname,
@@ -153,9 +161,9 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     authMethods: ['PLAIN', 'LOGIN'],
     // Our replies carry their own enhanced codes (REPLY); smtp-server's defaults would add a second, generic one.
     hideENHANCEDSTATUSCODES: true,
-    size: SUBMISSION_MAX_BYTES,
-    maxClients: SUBMISSION_MAX_CLIENTS,
-    socketTimeout: SUBMISSION_SOCKET_TIMEOUT_MS,
+    size: limits.maxMessageBytes, // advertised in EHLO; a larger declared SIZE is answered by guardListener
+    maxClients: limits.maxConnections,
+    socketTimeout: limits.socketTimeoutMs,
     closeTimeout: SUBMISSION_CLOSE_TIMEOUT_MS,
     disableReverseLookup: true,
     logger: false,
@@ -200,10 +208,10 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     onData(stream, session, callback) {
       const who = userOf(session);
       const client = session.remoteAddress;
-      readBudgeted(stream, shared.buffered, client, SUBMISSION_MAX_BYTES)
+      readBudgeted(stream, shared.buffered, client, limits.maxMessageBytes)
         .then(async ({ raw, tooBig: tooLarge, noRoom, reserved }) => {
           try {
-            if (tooLarge) throw new SmtpReply(REPLY.tooLarge, `Message exceeds the ${SUBMISSION_MAX_BYTES / 1024 / 1024} MB limit`);
+            if (tooLarge) throw new SmtpReply(REPLY.tooLarge, SIZE_EXCEEDED.text);
             if (noRoom) throw new SmtpReply(REPLY.noRoom, 'Insufficient system storage, try again later');
             if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
             const recipients = session.envelope.rcptTo.map((r) => r.address);
@@ -216,9 +224,16 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
         .catch((err: unknown) => callback(replyFor(ctx, err)));
     },
   });
-  server.on('error', (err) => log.warn({ err }, 'submission: connection error'));
+  const gauge = guardListener(server, {
+    log,
+    listener: secure ? 'submissions' : 'submission',
+    capacity: limits.maxConnections,
+    idleTimeoutMs: limits.socketTimeoutMs,
+    stressIdleTimeoutMs: limits.stressSocketTimeoutMs,
+    maxMessageBytes: limits.maxMessageBytes,
+  });
   if (!secure) authOnlyOverTls(server);
-  capConnections(server.server, shared.caps, secure ? refuseSilently : refuseWith('421 4.7.0 Too many connections from your address, try again later\r\n'));
+  capConnections(server.server, shared.caps, secure ? refuseSilently : refuseWith('421 4.7.0 Too many connections from your address, try again later\r\n'), gauge);
   return server;
 }
 
@@ -238,12 +253,17 @@ const closeServer = (server: SMTPServer) => new Promise<void>((resolve) => serve
 export async function startSubmission(opts: SubmissionOptions): Promise<SubmissionListeners> {
   const { config } = opts.ctx;
   const limits: SubmissionLimits = {
+    maxMessageBytes: SUBMISSION_MAX_BYTES,
+    maxConnections: SUBMISSION_MAX_CLIENTS,
+    socketTimeoutMs: SUBMISSION_SOCKET_TIMEOUT_MS,
+    stressSocketTimeoutMs: SUBMISSION_STRESS_SOCKET_TIMEOUT_MS,
     maxConnectionsPerClient: SUBMISSION_MAX_CONNECTIONS_PER_CLIENT,
     maxBufferedBytes: SUBMISSION_MAX_BUFFERED_BYTES,
     maxBufferedBytesPerClient: SUBMISSION_MAX_BUFFERED_BYTES_PER_CLIENT,
     ...opts.limits,
   };
   const shared: Shared = {
+    limits,
     // smtp-server's maxClients caps each listener's total; this cap is per client address, across both.
     caps: new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerClient }),
     buffered: new ByteBudget(limits.maxBufferedBytes, limits.maxBufferedBytesPerClient),

@@ -1,8 +1,8 @@
-// The listeners' shared caps: client addresses (IPv6 by /64), connection counts released on close, and the
-// memory budget of message data.
+// The listeners' shared caps: client addresses (IPv6 by /64), connection counts released on close, stress (entered
+// at 80% of the capacity, left below 60%, a lower per-client cap meanwhile), and the memory budget of message data.
 import t from 'tap';
 import net from 'node:net';
-import { ByteBudget, capConnections, clientKey, ConnectionCaps } from '../../src/core/listener-limits.js';
+import { ByteBudget, capConnections, clientKey, ConnectionCaps, StressGauge } from '../../src/core/listener-limits.js';
 
 t.test('clientKey: IPv4 as is (also v4-mapped), IPv6 by its /64 whatever the spelling', async (t) => {
   t.equal(clientKey('192.0.2.7'), '192.0.2.7');
@@ -43,6 +43,46 @@ t.test('ConnectionCaps over real sockets: per-client and total caps, counted dow
     poll();
   });
   t.equal((await connect('127.0.0.1')).first, 'hello', 'a closed socket frees its place');
+});
+
+t.test('StressGauge over real sockets: entered at 80% of the capacity, left below 60%, a per-client cap of 2% meanwhile', async (t) => {
+  const changes: Array<[boolean, number]> = [];
+  const gauge = new StressGauge(100, (stressed, open) => changes.push([stressed, open]));
+  t.equal(gauge.perClientUnderStress, 2);
+  t.equal(new StressGauge(10, () => {}).perClientUnderStress, 1, 'at least one');
+  const caps = new ConnectionCaps({ total: 1000, perClient: 50 });
+  const server = net.createServer((s) => s.write('hello\r\n'));
+  capConnections(server, caps, (s, why) => s.end(`refused ${why}\r\n`), gauge);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const { port } = server.address() as net.AddressInfo;
+  const open: net.Socket[] = [];
+  t.teardown(() => open.forEach((s) => s.destroy()));
+  const connect = (localAddress: string) =>
+    new Promise<{ socket: net.Socket; first: string }>((resolve) => {
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+      open.push(socket);
+      socket.once('data', (d: Buffer) => resolve({ socket, first: d.toString().trim() }));
+    });
+  const held: net.Socket[] = [];
+  for (let i = 0; i < 79; i++) held.push((await connect(`127.0.1.${1 + (i % 40)}`)).socket); // two per address
+  t.notOk(gauge.stressed, '79 of 100: not yet');
+  t.equal((await connect('127.0.1.1')).first, 'hello', 'the 80th, a third from one address');
+  t.ok(gauge.stressed, 'under stress at 80');
+  t.equal((await connect('127.0.1.2')).first, 'refused per-client', 'an address holding two gets no third meanwhile');
+  t.equal((await connect('127.0.2.1')).first, 'hello', 'another address gets in');
+  const waitSize = (n: number) => new Promise<void>((resolve) => {
+    const poll = () => (gauge.size === n ? resolve() : setTimeout(poll, 5));
+    poll();
+  });
+  held.splice(0, 21).forEach((s) => s.destroy());
+  await waitSize(60);
+  t.ok(gauge.stressed, 'still under stress at 60');
+  held.shift()!.destroy();
+  await waitSize(59);
+  t.notOk(gauge.stressed, 'left below 60');
+  t.equal((await connect('127.0.1.30')).first, 'hello', 'the usual per-client cap again');
+  t.same(changes, [[true, 80], [false, 59]], 'each change told once');
 });
 
 t.test('ByteBudget: a reservation past either figure is refused whole; releases give room back', async (t) => {

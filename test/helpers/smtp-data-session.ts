@@ -7,6 +7,8 @@ export class SmtpDataSession {
   private buffer = '';
   private waiting: Array<() => void> = [];
   private closed = false;
+  /** The whole of the reply `reply` last took, every line of a multi-line one (e.g. EHLO's extensions). */
+  lastReply = '';
 
   constructor(private readonly socket: net.Socket) {
     socket.on('data', (d: Buffer) => {
@@ -25,6 +27,7 @@ export class SmtpDataSession {
     for (;;) {
       const m = /(?:^|\n)(\d{3}) [^\r\n]*\r\n/.exec(this.buffer);
       if (m) {
+        this.lastReply = this.buffer.slice(0, m.index + m[0].length);
         this.buffer = this.buffer.slice(m.index + m[0].length);
         const line = m[0].trim();
         if (expect && !expect.test(line)) throw new Error(`unexpected reply ${line}`);
