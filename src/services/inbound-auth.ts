@@ -35,16 +35,35 @@ export interface AuthVerdict {
   dkim: string[];
   dmarc: { result: string; policy: string | null; domain: string | null } | null;
   arc: string | null;
+  /**
+   * A look-up the DNS did not answer (an SPF temperror, a DKIM key not fetched) was about an identifier that could
+   * align with the From domain: had it been answered, DMARC might have passed, so its failure is no verdict.
+   * A temperror of an unaligned identifier (a third party's signature, another domain's return path) is not.
+   */
+  unansweredMayAlign: boolean;
+}
+
+/** Whether `domain` has `org` as its organisational domain (RFC 7489 §3.2), i.e. may align with it under relaxed mode. */
+function underOrg(domain: string | undefined, org: string | null | undefined): boolean {
+  if (!domain || !org) return false;
+  const d = domain.toLowerCase().replace(/\.$/, '');
+  const o = org.toLowerCase();
+  return d === o || d.endsWith(`.${o}`);
 }
 
 export function verdictOf(auth: AuthenticateResult): AuthVerdict {
   const dmarc = auth.dmarc;
+  // mailauth's DMARC domain is the From domain's organisational domain.
+  const org = dmarc ? dmarc.domain : null;
+  const spfUnanswered = auth.spf && auth.spf.status.result === 'temperror' && underOrg(auth.spf.domain, org);
+  const dkimUnanswered = (auth.dkim.results ?? []).some((r) => r.status.result === 'temperror' && underOrg(r.signingDomain, org));
   return {
     headers: auth.headers,
     spf: auth.spf ? auth.spf.status.result : null,
     dkim: (auth.dkim.results ?? []).map((r) => r.status.result as string),
     dmarc: dmarc ? { result: dmarc.status.result, policy: dmarc.policy ?? null, domain: dmarc.domain ?? null } : null,
     arc: auth.arc ? auth.arc.status.result : null,
+    unansweredMayAlign: Boolean(spfUnanswered || dkimUnanswered),
   };
 }
 

@@ -123,8 +123,9 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
       // A failure that rests on a look-up the DNS did not answer (an SPF temperror, a DKIM key not fetched)
       // is not a verdict (RFC 7208 §2.6.6, RFC 6376 §6.1.2): the sender is asked to try again, not refused
-      // for good over our resolver's or their DNS host's bad minute.
-      if (auth && (auth.spf === 'temperror' || auth.dkim.includes('temperror'))) {
+      // for good over our resolver's or their DNS host's bad minute. Only when the identifier could have
+      // aligned: a forger's own signature whose key does not resolve changes nothing.
+      if (auth?.unansweredMayAlign) {
         log.info({ queueId, from: message.mailFrom, domain: dmarc?.domain ?? null, spf: auth.spf, dkim: auth.dkim }, 'deferred: DMARC reject rests on a DNS temperror');
         return { status: 'deferred', reason: 'dmarc_temperror', message: `DMARC could not be checked for ${dmarc?.domain ?? 'its domain'} (a DNS look-up went unanswered), try again later` };
       }

@@ -260,6 +260,19 @@ t.test('MX listener', async (t) => {
     t.equal(await total(), before + 1, 'stored once the look-up is answered');
   });
 
+  // Unanswered look-ups of identifiers that cannot align (the forger's own signature and return path) cannot
+  // make DMARC pass: the forgery is refused for good, not deferred (451 made it retry for days).
+  t.test('a p=reject failure whose unanswered look-ups are of unaligned identifiers is still 550', async (t) => {
+    const spoofer = publishSender(dns, 'spoofer.example', 'none');
+    dns.fail(`${spoofer.selector}._domainkey.spoofer.example`);
+    dns.set('TXT', 'bulk.example', ['v=spf1 include:_spf.bulkhost.example -all']);
+    dns.fail('_spf.bulkhost.example');
+    const raw = await spoofer.sign(buildMessage({ from: 'CEO <ceo@sender.example>', to: 'finance@hooks.example', subject: 'Wire the money, signed elsewhere' }));
+    const res = await smtpSend(mxPort, { from: 'x@bulk.example', to: ['finance@hooks.example'] }, raw);
+    t.equal(res.code, 550, res.response);
+    t.match(res.response, /550 5\.7\.1 .*DMARC/);
+  });
+
   t.test('a forged Authentication-Results naming this box is removed', async (t) => {
     const raw = buildMessage({ from: 'bob@nodmarc.example', to: 'x@hooks.example', subject: 'Trust me', headers: { 'Authentication-Results': 'mx.appliance.test; dkim=pass header.d=bank.example' } });
     const res = await smtpSend(mxPort, { from: 'bob@nodmarc.example', to: ['x@hooks.example'] }, raw);
