@@ -1,4 +1,6 @@
-// CAPABILITY by state (RFC 3501 §6.1.1, §7.2.1): STARTTLS and LOGINDISABLED before TLS, AUTH=PLAIN after.
+// CAPABILITY by state (RFC 3501 §6.1.1, §7.2.1): STARTTLS and LOGINDISABLED before TLS, AUTH=PLAIN after;
+// APPENDLIMIT once logged in (RFC 7889 §2: the limit APPEND has then; before login no APPEND is possible).
+import { MAX_APPEND_LITERAL_BYTES } from './protocol/limits.js';
 import type { Session } from './session.js';
 
 export const EXTENSIONS = [
@@ -23,6 +25,8 @@ export function capabilities(session: Session): string[] {
   if (session.state === 'not-authenticated') {
     if (session.client.secure) caps.push('AUTH=PLAIN');
     else caps.push('STARTTLS', 'LOGINDISABLED');
+  } else {
+    caps.push(`APPENDLIMIT=${MAX_APPEND_LITERAL_BYTES}`);
   }
   return caps;
 }

@@ -1,15 +1,19 @@
 // One client connection: bytes in through the CommandReader, commands run one at a time through the
 // command table (state checked first), responses out with backpressure. STARTTLS swaps the socket for a
-// TLS socket and drops anything the client pipelined before the handshake.
+// TLS socket and drops anything the client pipelined before the handshake. An APPEND's literal is admitted
+// before it is read (RFC 3501 §7.5): once the commands before it have run, its quota is checked and its
+// bytes are reserved in the listener's memory budget, given back when the command is done.
 import net from 'node:net';
 import tls from 'node:tls';
 import { capabilities } from './capabilities.js';
+import { beforeAppendLiteral } from './commands/append.js';
 import { COMMANDS } from './commands/index.js';
 import { bad, no, type Result } from './commands/types.js';
 import { CommandError, parseCommand, type Command } from './protocol/commands.js';
 import { MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
-import { CommandReader, type RawCommand } from './protocol/reader.js';
+import { CommandReader, isAppend, type Admission, type LiteralAnnouncement, type RawCommand } from './protocol/reader.js';
 import { Session, type ClientChannel, type SessionDeps } from './session.js';
+import type { ByteBudget } from '../core/listener-limits.js';
 import { writeDrained } from '../core/socket-write.js';
 
 export interface ConnectionOptions {
@@ -17,6 +21,8 @@ export interface ConnectionOptions {
   idleTimeoutMs: number;
   /** A connection not logged in this long after it was accepted is closed (LOGIN_TIMEOUT_MS). */
   loginTimeoutMs: number;
+  /** APPEND literals held in memory, all connections of the listener together and per client address. */
+  appendBudget: ByteBudget;
 }
 
 export class ImapConnection implements ClientChannel {
@@ -29,7 +35,12 @@ export class ImapConnection implements ClientChannel {
   private pendingContinuation: ((line: string | null) => void) | null = null;
   private closed = false;
   private badCount = 0;
+  /** Paused for backpressure: too many commands queued. */
   private paused = false;
+  /** Paused while the reader waits to know whether a literal may be read. */
+  private holding = false;
+  /** Waiting for the commands before an APPEND to have run (`settled`). */
+  private settledWaiters: Array<() => void> = [];
   readonly session: Session;
   private readonly onData = (chunk: Buffer) => this.reader.push(chunk);
   /** Resolves when the connection is closed. */
@@ -55,8 +66,15 @@ export class ImapConnection implements ClientChannel {
         void this.write(`${tag} BAD ${reason}\r\n`);
         this.countBad();
       },
+      refuse: (tag, refusal) => void this.write(`${tag} NO [${refusal.code}] ${refusal.text}\r\n`),
       fatal: (reason) => void this.bye(reason),
-      appendAllowed: () => this.session.state === 'authenticated' || this.session.state === 'selected',
+      appendAllowed: () => this.loggedIn,
+      admit: (literal) => this.admit(literal),
+      release: (bytes) => this.opts.appendBudget.release(this.remoteAddress, bytes),
+      hold: (on) => {
+        this.holding = on;
+        this.updatePause();
+      },
     });
     this.attach(socket);
     // Whatever a client sends before it logs in (NOOPs, a STARTTLS whose handshake never comes), it has this
@@ -66,6 +84,73 @@ export class ImapConnection implements ClientChannel {
     }, opts.loginTimeoutMs);
     loginDeadline.unref();
     void this.done.then(() => clearTimeout(loginDeadline));
+  }
+
+  private get loggedIn(): boolean {
+    return this.session.state === 'authenticated' || this.session.state === 'selected';
+  }
+
+  /**
+   * Whether an APPEND's literal may be read, decided before the `+` (or, non-synchronizing, before its bytes are
+   * kept): once the commands before it have run (a pipelined LOGIN, CREATE or EXPUNGE changes the answer), its
+   * size against the target's quota (RFC 9208 §5.2), then against the memory budget (RFC 5530 LIMIT).
+   */
+  private admit(literal: LiteralAnnouncement): Admission | Promise<Admission> {
+    const first = literal.parts[0];
+    if (!first || first.kind !== 'text' || !isAppend(first.text)) return { reserved: 0 };
+    return this.settled().then(async (): Promise<Admission> => {
+      if (!this.loggedIn || this.closed) return { reserved: 0 };
+      let command: Command | null = null;
+      try {
+        // The command as far as it came, its message an empty stand-in: a BAD one is answered when it has all come.
+        command = parseCommand({ parts: [...literal.parts, { kind: 'literal', data: Buffer.alloc(0) }, { kind: 'text', text: '' }] }).command;
+      } catch {
+        /* answered BAD once read */
+      }
+      if (command?.name === 'APPEND') {
+        try {
+          const refusal = await beforeAppendLiteral(this.session, command, literal.size);
+          if (refusal) return { refused: { code: refusal.code ?? 'CANNOT', text: refusal.text } };
+        } catch (err) {
+          // The look failed (the store is busy or broken): the literal may come; the APPEND itself will tell.
+          this.deps.log.warn({ err }, 'imap append pre-check failed');
+        }
+      }
+      if (this.closed) return { reserved: 0 };
+      if (!this.opts.appendBudget.reserve(this.remoteAddress, literal.size)) {
+        return { refused: { code: 'LIMIT', text: 'Too many messages being uploaded at once; try again later' } };
+      }
+      return { reserved: literal.size };
+    });
+  }
+
+  /** Resolves once no command runs or waits in the queue (or one waits for a continuation line, or the connection closed). */
+  private settled(): Promise<void> {
+    if (this.isSettled()) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+
+  private isSettled(): boolean {
+    return this.closed || this.pendingContinuation !== null || (!this.running && this.queue.length === 0);
+  }
+
+  private wakeSettled(): void {
+    if (!this.settledWaiters.length || !this.isSettled()) return;
+    const waiters = this.settledWaiters;
+    this.settledWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private updatePause(): void {
+    const pause = this.paused || this.holding;
+    if (pause) this.socket.pause();
+    else this.socket.resume();
+  }
+
+  /** Gives back what a command reserved of the memory budget. */
+  private releaseCommand(raw: RawCommand): void {
+    if (raw.reserved) this.opts.appendBudget.release(this.remoteAddress, raw.reserved);
+    raw.reserved = 0;
   }
 
   start(): void {
@@ -90,9 +175,11 @@ export class ImapConnection implements ClientChannel {
     this.closed = true;
     this.reader.close();
     this.session.close();
+    for (const raw of this.queue) this.releaseCommand(raw);
     this.queue.length = 0;
     this.pendingContinuation?.(null);
     this.pendingContinuation = null;
+    this.wakeSettled();
     this.resolveDone();
   }
 
@@ -119,21 +206,28 @@ export class ImapConnection implements ClientChannel {
     void this.write(`+ ${text}\r\n`);
     if (this.closed) return Promise.resolve(null);
     const next = this.queue.shift();
-    if (next) return Promise.resolve(firstLine(next));
-    return new Promise((resolve) => (this.pendingContinuation = resolve));
+    if (next) {
+      this.releaseCommand(next);
+      return Promise.resolve(firstLine(next));
+    }
+    return new Promise((resolve) => {
+      this.pendingContinuation = resolve;
+      this.wakeSettled();
+    });
   }
 
   private enqueue(cmd: RawCommand): void {
     if (this.pendingContinuation) {
       const resolve = this.pendingContinuation;
       this.pendingContinuation = null;
+      this.releaseCommand(cmd);
       resolve(firstLine(cmd));
       return;
     }
     this.queue.push(cmd);
     if (this.queue.length >= MAX_QUEUED_COMMANDS && !this.paused) {
       this.paused = true;
-      this.socket.pause();
+      this.updatePause();
     }
     void this.pump();
   }
@@ -146,7 +240,7 @@ export class ImapConnection implements ClientChannel {
         const raw = this.queue.shift()!;
         if (this.paused && this.queue.length < MAX_QUEUED_COMMANDS / 2) {
           this.paused = false;
-          this.socket.resume();
+          this.updatePause();
         }
         try {
           await this.execute(raw);
@@ -154,14 +248,22 @@ export class ImapConnection implements ClientChannel {
           // Never let one command take the listener down: log, say BYE, close this connection only.
           this.deps.log.error({ err }, 'imap connection failed');
           await this.bye('Internal error');
+        } finally {
+          this.releaseCommand(raw);
         }
       }
     } finally {
       this.running = false;
+      this.wakeSettled();
     }
   }
 
   private async execute(raw: RawCommand): Promise<void> {
+    if (raw.refused) {
+      // A literal of it was refused and dropped as it came (non-synchronizing: RFC 7888 lets the server say no only now).
+      await this.write(`${firstLine(raw).split(' ')[0] || '*'} NO [${raw.refused.code}] ${raw.refused.text}\r\n`);
+      return;
+    }
     let tag: string;
     let command: Command;
     try {
@@ -209,11 +311,13 @@ export class ImapConnection implements ClientChannel {
     plain.off('data', this.onData);
     plain.setTimeout(0);
     plain.removeAllListeners('timeout');
-    this.reader.reset();
+    for (const raw of this.queue) this.releaseCommand(raw);
     this.queue.length = 0;
     const secure = new tls.TLSSocket(plain, { isServer: true, secureContext: this.opts.secureContext });
     this.secure = true;
     this.attach(secure);
+    // After the swap: a reader that was holding input stops holding, and reading resumes on the TLS socket.
+    this.reader.reset();
   }
 }
 

@@ -3,9 +3,17 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { TlsMaterial } from '../core/key-material.js';
-import { capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
+import { ByteBudget, capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import { ImapConnection } from './connection.js';
-import { IDLE_TIMEOUT_MS, LOGIN_TIMEOUT_MS, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, TLS_HANDSHAKE_TIMEOUT_MS } from './protocol/limits.js';
+import {
+  IDLE_TIMEOUT_MS,
+  LOGIN_TIMEOUT_MS,
+  MAX_APPEND_BUFFERED_BYTES,
+  MAX_APPEND_BUFFERED_BYTES_PER_CLIENT,
+  MAX_CONNECTIONS,
+  MAX_CONNECTIONS_PER_CLIENT,
+  TLS_HANDSHAKE_TIMEOUT_MS,
+} from './protocol/limits.js';
 import type { SessionDeps } from './session.js';
 
 export interface ImapServerOptions extends SessionDeps {
@@ -18,6 +26,8 @@ export interface ImapServerOptions extends SessionDeps {
   handshakeTimeoutMs?: number;
   /** Connections at once, both listeners together (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT unless a test says). */
   connectionCaps?: ConnectionCapLimits;
+  /** APPEND literals held at once, both listeners together (MAX_APPEND_BUFFERED_BYTES[_PER_CLIENT] unless a test says). */
+  appendBudget?: { total: number; perClient: number };
 }
 
 const TOO_MANY = {
@@ -31,10 +41,14 @@ export class ImapServer {
   private readonly secureContext: tls.SecureContext;
   /** Sockets of both listeners, counted from the TCP accept (before any TLS handshake). */
   private readonly caps: ConnectionCaps;
+  /** APPEND literals being received, both listeners together. */
+  readonly appendBudget: ByteBudget;
 
   constructor(private readonly opts: ImapServerOptions) {
     this.secureContext = tls.createSecureContext({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' });
     this.caps = new ConnectionCaps(opts.connectionCaps ?? { total: MAX_CONNECTIONS, perClient: MAX_CONNECTIONS_PER_CLIENT });
+    const budget = opts.appendBudget ?? { total: MAX_APPEND_BUFFERED_BYTES, perClient: MAX_APPEND_BUFFERED_BYTES_PER_CLIENT };
+    this.appendBudget = new ByteBudget(budget.total, budget.perClient);
   }
 
   get sessionCount(): number {
@@ -46,6 +60,7 @@ export class ImapServer {
       secureContext: this.secureContext,
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
       loginTimeoutMs: this.opts.loginTimeoutMs ?? LOGIN_TIMEOUT_MS,
+      appendBudget: this.appendBudget,
     });
     this.connections.add(conn);
     void conn.done.then(() => this.connections.delete(conn));

@@ -2,7 +2,7 @@
 // filters and aliases (with the domain catch-all `*@domain`).
 import { normaliseAddress } from '../core/address.js';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './password.js';
-import { nextUidValidity, mailboxState, nowIso, toAccount, type Core, type MailboxRow } from './rows.js';
+import { nextUidValidity, mailboxState, nowIso, overQuota, toAccount, type Core, type MailboxRow } from './rows.js';
 import {
   DEFAULT_FOLDERS,
   MailStoreError,
@@ -116,6 +116,11 @@ export function createAccountOps(core: Core) {
     async getAccount(id: number): Promise<MailboxAccount | null> {
       const row = (await live().where({ id }).first()) as MailboxRow | undefined;
       return row ? toAccount(row) : null;
+    },
+
+    async fitsQuota(mailboxId: number, bytes: number): Promise<boolean> {
+      const row = (await live().where({ id: mailboxId }).first('quota_bytes', 'used_bytes')) as Pick<MailboxRow, 'quota_bytes' | 'used_bytes'> | undefined;
+      return !row || !overQuota({ quota: row.quota_bytes, used: row.used_bytes }, bytes);
     },
 
     async findAccountByAddress(address: string): Promise<MailboxAccount | null> {

@@ -18,6 +18,7 @@ import {
   nextModseq,
   normalizePath,
   nowIso,
+  overQuota,
   saveMailboxes,
   selectIn,
   unique,
@@ -30,7 +31,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type DeliverOptions, type DeliveryTarget, type StoredCopy } from './types.js';
+import { MailStoreError, type DeliverOptions, type DeliveryTarget, type StoredCopy, type ZonedDate } from './types.js';
 
 interface Item {
   blobId: string;
@@ -55,7 +56,7 @@ interface FolderState {
 
 export interface DeliveryWriter {
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
-  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
+  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date | ZonedDate): Promise<StoredCopy>;
 }
 
 export function createDeliveryWriter(core: Core): DeliveryWriter {
@@ -67,7 +68,7 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
     return outcome.copies;
   }
 
-  function prepare(source: Buffer, internalDate: Date | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
+  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
     if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
     const raw = withCrlfLineEnds(source);
     return {
@@ -75,7 +76,7 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
       raw,
       summary: JSON.stringify(summarize(raw)),
       size: raw.length,
-      internalDate: (internalDate ?? core.clock.now()).toISOString(),
+      internalDate: internalDateText(internalDate ?? core.clock.now()),
     };
   }
 
@@ -110,6 +111,17 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
       return copy!;
     },
   };
+}
+
+/**
+ * The stored internal date: ISO 8601 in UTC (`…Z`), or with the zone it was given in (`2026-07-14T02:44:25.000-07:00`,
+ * read back by toMeta). Only ever parsed as a date, never compared as text, so the two forms can live side by side.
+ */
+function internalDateText(d: Date | ZonedDate): string {
+  if (d instanceof Date || d.zone === 0) return (d instanceof Date ? d : d.at).toISOString();
+  const local = new Date(d.at.getTime() + d.zone * 60000).toISOString().slice(0, -1);
+  const z = Math.abs(d.zone);
+  return `${local}${d.zone < 0 ? '-' : '+'}${String(Math.floor(z / 60)).padStart(2, '0')}:${String(z % 60).padStart(2, '0')}`;
 }
 
 const folderKey = (mailboxId: number, path: string) => `${mailboxId}\u0000${path}`;
@@ -230,7 +242,7 @@ async function place(
   const adding = new Map<number, number>();
   const keep = resolved.filter(({ m }) => {
     const add = (adding.get(m.id) ?? 0) + item.size;
-    if (m.quota > 0 && m.used + add > m.quota) {
+    if (overQuota(m, add)) {
       if (item.onQuota === 'fail') throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
       return false;
     }

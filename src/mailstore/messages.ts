@@ -10,6 +10,7 @@ import {
   insertRows,
   loadMailbox,
   nextModseq,
+  overQuota,
   saveMailboxes,
   selectIn,
   toMeta,
@@ -58,7 +59,7 @@ async function messagesOf(trx: Tx, folderId: number, uids: number[]): Promise<Me
 async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: MailboxState, pending: Pending[], checkQuota: boolean, at: number): Promise<Array<[number, number]>> {
   if (rows.length === 0) return [];
   const total = rows.reduce((n, r) => n + r.size, 0);
-  if (checkQuota && m.quota > 0 && m.used + total > m.quota) throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
+  if (checkQuota && overQuota(m, total)) throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
   const modseq = nextModseq(m);
   m.used += total;
   let uid = dest.uid_next;

@@ -138,6 +138,9 @@ export function toMeta(row: MessageRow): MessageMeta {
     size: row.size,
     blobId: row.blob_id,
   };
+  // Stored with the zone it was given in (delivery.ts internalDateText): `…-07:00`.
+  const zone = /([+-])(\d\d):(\d\d)$/.exec(row.internal_date);
+  if (zone) meta.internalDateZone = (zone[1] === '-' ? -1 : 1) * (Number(zone[2]) * 60 + Number(zone[3]));
   if (row.summary !== undefined) meta.summary = JSON.parse(row.summary) as MessageSummary;
   return meta;
 }
@@ -217,6 +220,11 @@ export function mailboxState(row: Pick<MailboxRow, 'id' | 'deleted_at' | 'quota_
     lastUidValidity: row.last_uid_validity,
     dirty: false,
   };
+}
+
+/** The quota rule, in one place: adding `bytes` to the mailbox would pass its quota (0 = unlimited). */
+export function overQuota(m: Pick<MailboxState, 'quota' | 'used'>, bytes: number): boolean {
+  return m.quota > 0 && m.used + bytes > m.quota;
 }
 
 export async function loadMailbox(trx: Tx, mailboxId: number): Promise<MailboxState> {

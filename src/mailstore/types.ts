@@ -79,6 +79,8 @@ export interface MessageMeta {
   /** System flags and keywords, e.g. ['\\Seen', '$Forwarded']. */
   flags: string[];
   internalDate: Date;
+  /** Minutes east of UTC the internal date was given in (an IMAP APPEND's date-time, RFC 3501 §2.3.3); absent: UTC. */
+  internalDateZone?: number;
   size: number;
   /** Content address of the raw source (hex SHA-256). */
   blobId: string;
@@ -151,6 +153,12 @@ export interface ListOptions {
   uids?: number[];
   /** Only UIDs in [from, to] (one range scan). */
   uidRange?: [number, number];
+}
+
+/** An internal date with the zone it was given in, minutes east of UTC (IMAP APPEND's date-time keeps its zone). */
+export interface ZonedDate {
+  at: Date;
+  zone: number;
 }
 
 export interface DeliveryTarget {
@@ -278,6 +286,13 @@ export interface MailStore {
   // Deliver and append store the source with CRLF line ends (a bare LF or CR becomes CRLF): sizes are the octets sent.
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
 
+  /**
+   * False when storing `bytes` more in the mailbox would pass its quota now (the rule `append` and `deliver`
+   * apply): a cheap look before a message is received (IMAP answers an APPEND over quota before its literal).
+   * Not a reservation: the store decides again when it stores. An unknown or deleted mailbox: true.
+   */
+  fitsQuota(mailboxId: number, bytes: number): Promise<boolean>;
+
   // Folders
   listFolders(mailboxId: number): Promise<Folder[]>;
   getFolder(mailboxId: number, path: string): Promise<Folder | null>;
@@ -301,7 +316,8 @@ export interface MailStore {
   folderIndex(folderId: number): Promise<FolderIndex>;
   /** The raw source, or null if the message is gone. */
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
-  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date): Promise<StoredCopy>;
+  /** A ZonedDate is stored with its zone (FETCH INTERNALDATE gives it back as written); a Date as UTC. */
+  append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date | ZonedDate): Promise<StoredCopy>;
   setFlags(folderId: number, uids: number[], mode: FlagMode, flags: string[], opts?: { unchangedSince?: number }): Promise<FlagUpdate>;
   /** Copies keep flags; returns [source uid, destination uid] pairs in source order (COPYUID). */
   copy(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;

@@ -1,14 +1,14 @@
 // The pure IMAP codecs, table-driven: framing (literals of both kinds, split input, limits), tokens,
 // command grammar, sequence sets, SEARCH keys, FETCH attributes, mailbox name encoding, response writer.
 import t from 'tap';
-import { CommandReader, type RawCommand } from '../../src/imap/protocol/reader.js';
-import { CommandError, parseCommand, parseDateTime, type Command } from '../../src/imap/protocol/commands.js';
+import { CommandReader, type RawCommand, type ReaderHandlers } from '../../src/imap/protocol/reader.js';
+import { CommandError, parseCommand, parseDateTime, parseZonedDateTime, type Command } from '../../src/imap/protocol/commands.js';
 import { formatSet, parseSequenceSet, resolveSeqNumbers, resolveUids, seqOutOfRange } from '../../src/imap/protocol/sequence.js';
 import { parseSearchKeys, parseSearchDate, needsContent } from '../../src/imap/protocol/search.js';
 import { tokenize } from '../../src/imap/protocol/tokens.js';
 import { decodeMailboxName, encodeMailboxName, isModifiedUtf7 } from '../../src/imap/protocol/mutf7.js';
 import { formatString, formatValue, formatInternalDate, Literal, encodeValues } from '../../src/imap/protocol/writer.js';
-import { MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES } from '../../src/imap/protocol/limits.js';
+import { MAX_APPEND_LITERAL_BYTES, MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES } from '../../src/imap/protocol/limits.js';
 import { patternToRegExp } from '../../src/imap/commands/mailboxes.js';
 
 function frame(chunks: Array<string | Buffer>) {
@@ -54,6 +54,52 @@ t.test('reader: limits', async (t) => {
   const zero = frame(['x7 LOGIN {0}\r\n {0}\r\n\r\n']);
   t.equal(zero.commands.length, 1);
   t.same(parseCommand(zero.commands[0]!).command, { name: 'LOGIN', user: '', password: '' });
+});
+
+t.test('reader: literals put to admit before they are read (refused, dropped, decided later)', async (t) => {
+  const run = (chunks: string[], admit: ReaderHandlers['admit']) => {
+    const commands: RawCommand[] = [];
+    const events: string[] = [];
+    const released: number[] = [];
+    const r = new CommandReader({
+      command: (c) => commands.push(c),
+      continueLiteral: () => events.push('+'),
+      reject: (tag, reason) => events.push(`BAD ${tag} ${reason}`),
+      refuse: (tag, refusal) => events.push(`NO ${tag} [${refusal.code}]`),
+      fatal: (reason) => events.push(`FATAL ${reason}`),
+      hold: (on) => events.push(on ? 'hold' : 'read'),
+      release: (n) => released.push(n),
+      admit,
+    });
+    for (const c of chunks) r.push(Buffer.from(c, 'latin1'));
+    return { commands, events, released, reader: r };
+  };
+  const no = { refused: { code: 'OVERQUOTA', text: 'over' } };
+  const sync = run(['a1 APPEND INBOX {5}\r\na2 NOOP\r\n'], () => no);
+  t.same(sync.events, ['NO a1 [OVERQUOTA]'], 'synchronizing: NO instead of `+`');
+  t.equal(sync.commands.length, 1, 'the next line is a command of its own');
+  const nonsync = run(['b1 APPEND INBOX {5+}\r\nhello\r\nb2 NOOP\r\n'], () => no);
+  t.same(nonsync.events, []);
+  t.same(nonsync.commands[0]!.refused, no.refused, 'non-synchronizing: its bytes dropped, the command carries the refusal');
+  t.same(nonsync.commands[0]!.parts, [{ kind: 'text', text: 'b1 APPEND INBOX ' }, { kind: 'literal', data: Buffer.alloc(0) }, { kind: 'text', text: '' }]);
+  t.equal(nonsync.commands.length, 2);
+  const reserved = run(['c1 APPEND INBOX {5}\r\n', 'hello\r\n'], () => ({ reserved: 5 }));
+  t.equal(reserved.commands[0]!.reserved, 5, 'a reservation is handed over with its command');
+  const dropped = run(['d1 APPEND INBOX {5}\r\n', 'he'], () => ({ reserved: 5 }));
+  dropped.reader.close();
+  t.same(dropped.released, [5], 'and given back when the command is dropped half-way');
+  let decide!: (a: { reserved: number }) => void;
+  const later = run(['e1 APPEND INBOX {5+}\r\nhel', 'lo\r\ne2 NOOP\r\n'], () => new Promise((resolve) => (decide = resolve)));
+  t.same(later.events, ['hold'], 'an answer that takes its time: the connection stops reading');
+  t.equal(later.commands.length, 0, 'what came meanwhile is held');
+  decide({ reserved: 0 });
+  await new Promise((r) => setImmediate(r));
+  t.same(later.events, ['hold', 'read']);
+  t.same(later.commands.map((c) => c.parts.map((p) => (p.kind === 'text' ? p.text : p.data.toString()))), [['e1 APPEND INBOX ', 'hello', ''], ['e2 NOOP']]);
+  const toobig = frame([`f1 APPEND INBOX {${MAX_APPEND_LITERAL_BYTES + 1}}\r\n`]);
+  t.same(toobig.events, ['BAD f1 Literal too large'], 'without a refuse handler, over the limit is BAD as before');
+  const toobig2 = run([`f2 APPEND INBOX {${MAX_APPEND_LITERAL_BYTES + 1}}\r\n`], undefined);
+  t.same(toobig2.events, ['NO f2 [TOOBIG]'], 'an APPEND over APPENDLIMIT: NO [TOOBIG] (RFC 7889)');
 });
 
 t.test('tokens: atoms, quoted strings with escapes, nested lists, bracketed fetch attributes', async (t) => {
@@ -162,6 +208,10 @@ t.test('command grammar: malformed commands carry their tag', async (t) => {
   t.throws(() => parseDateTime('25-Nov-2026 09:60:00 +0000'));
   t.equal(parseDateTime('29-Feb-2028 09:38:18 +0000').toISOString(), '2028-02-29T09:38:18.000Z', 'a leap day');
   t.equal(parseDateTime(' 5-Nov-2026 09:38:18 -0500').toISOString(), '2026-11-05T14:38:18.000Z', "c-client's space-padded day");
+  t.same(parseZonedDateTime('14-Jul-2026 02:44:25 -0700'), { date: new Date('2026-07-14T09:44:25.000Z'), zone: -420 }, 'the zone is kept');
+  t.equal(parseZonedDateTime('14-Jul-2026 02:44:25 +9999').zone, 0, 'a zone no clock shows: the instant, kept as UTC');
+  t.equal(formatInternalDate(new Date('2026-07-14T09:44:25.000Z'), -420), '"14-Jul-2026 02:44:25 -0700"');
+  t.equal(formatInternalDate(new Date('2026-01-05T18:00:00.000Z'), 330), '"05-Jan-2026 23:30:00 +0530"');
   t.equal(parseCommand({ parts: [{ kind: 'text', text: 'A]1 NOOP' }] }).tag, 'A]1', '"]" is an ASTRING-CHAR: a valid tag');
 });
 

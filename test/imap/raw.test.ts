@@ -241,7 +241,7 @@ t.test('raw protocol', async (t) => {
     const small = message({ subject: 'small' });
     t.match(await c.command('q1', `APPEND INBOX (\\Flagged) "05-Jan-2026 08:00:00 +0100" {${small.length}+}\r\n${small}`), /^q1 OK \[APPENDUID \d+ 1\]/m);
     await c.command('q2', 'SELECT INBOX');
-    t.match(await c.command('q3', 'FETCH 1 (FLAGS INTERNALDATE)'), /FLAGS \(\\Flagged\) INTERNALDATE "05-Jan-2026 07:00:00 \+0000"/);
+    t.match(await c.command('q3', 'FETCH 1 (FLAGS INTERNALDATE)'), /FLAGS \(\\Flagged\) INTERNALDATE "05-Jan-2026 08:00:00 \+0100"/, 'the date-time as given, zone kept');
     const big = message({ body: 'x'.repeat(3000) });
     t.match(await c.command('q4', `APPEND INBOX {${big.length}+}\r\n${big}`), /^q4 NO \[OVERQUOTA\]/m);
     t.match(await c.command('q5', 'GETQUOTAROOT INBOX'), /\* QUOTAROOT "INBOX" ""\r\n\* QUOTA "" \(STORAGE 1 1\)/);

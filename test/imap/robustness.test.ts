@@ -26,7 +26,7 @@ t.test('limits and malformed input', async (t) => {
   c.send(`r5 LOGIN {${MAX_OTHER_LITERAL_BYTES + 1}}\r\n`);
   t.match(await c.waitFor(/^r5 [^\n]*\n/m), /^r5 BAD Literal too large/m, 'refused before the client sends it');
   c.send(`r6 APPEND INBOX {${MAX_APPEND_LITERAL_BYTES + 1}}\r\n`);
-  t.match(await c.waitFor(/^r6 [^\n]*\n/m), /^r6 BAD Literal too large/m);
+  t.match(await c.waitFor(/^r6 [^\n]*\n/m), /^r6 NO \[TOOBIG\]/m, 'an APPEND over APPENDLIMIT: NO [TOOBIG] before it is sent (RFC 7889)');
   t.match(await c.command('r7', 'NOOP'), /^r7 OK/m);
 
   // A flood of pipelined commands is answered in order (the socket is paused and resumed meanwhile).

@@ -197,6 +197,38 @@ t.test('quota: an append over it is refused; deliver can skip the full mailbox',
   t.ok(c2 instanceof MailStoreError && c2.code === 'quota_exceeded', 'copy into a full mailbox is refused');
 });
 
+t.test('fitsQuota: the rule append applies, read before a message is received', async (t) => {
+  const { store, account } = await setupStore(t);
+  const raw = message();
+  const small = await account('small', { quotaBytes: raw.length * 2 });
+  const unlimited = await account('unlimited');
+  t.ok(await store.fitsQuota(small, raw.length * 2), 'up to the quota exactly');
+  t.notOk(await store.fitsQuota(small, raw.length * 2 + 1));
+  await store.append(small, 'INBOX', raw);
+  t.ok(await store.fitsQuota(small, raw.length));
+  t.notOk(await store.fitsQuota(small, raw.length + 1), 'what is stored counts');
+  t.ok(await store.fitsQuota(unlimited, 2 ** 40), 'quota 0: unlimited');
+  t.ok(await store.fitsQuota(999_999, 1), 'an unknown mailbox: the store answers when it stores');
+});
+
+t.test('append keeps the zone of a ZonedDate (IMAP APPEND date-time); a Date is UTC', async (t) => {
+  const { store, account } = await setupStore(t);
+  const a = await account('a');
+  const at = new Date('2026-07-14T09:44:25.000Z');
+  await store.append(a, 'INBOX', message(), [], { at, zone: -420 });
+  await store.append(a, 'INBOX', message(), [], { at, zone: 330 });
+  await store.append(a, 'INBOX', message(), [], at);
+  const metas = await store.listMessages((await store.getFolder(a, 'INBOX'))!.id);
+  t.same(
+    metas.map((m) => [m.internalDate.toISOString(), m.internalDateZone]),
+    [
+      [at.toISOString(), -420],
+      [at.toISOString(), 330],
+      [at.toISOString(), undefined],
+    ],
+  );
+});
+
 t.test('append: TRYCREATE-style not_found for a missing folder; deliver creates it', async (t) => {
   const { store, account } = await setupStore(t);
   const a = await account('a');

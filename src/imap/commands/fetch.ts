@@ -152,7 +152,7 @@ function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchIte
           flagsSent = true;
           continue;
         case 'INTERNALDATE':
-          text += `INTERNALDATE ${formatInternalDate(meta.internalDate!)}`;
+          text += `INTERNALDATE ${formatInternalDate(meta.internalDate!, meta.internalDateZone ?? 0)}`;
           continue;
         case 'RFC822.SIZE':
           text += `RFC822.SIZE ${meta.size}`;

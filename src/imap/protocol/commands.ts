@@ -19,7 +19,7 @@ export type Command =
   | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[] }
   | { name: 'LSUB'; reference: string; patterns: string[] }
   | { name: 'STATUS'; mailbox: string; items: string[] }
-  | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; message: Buffer }
+  | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; /** Minutes east of UTC `date` was written in. */ zone: number | null; message: Buffer }
   | { name: 'EXPUNGE'; uids: SequenceSet | null }
   | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey }
   | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null }
@@ -88,6 +88,11 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 
 /** date-time: `"17-Jul-1996 02:44:25 -0700"` (day may be space-padded). */
 export function parseDateTime(text: string): Date {
+  return parseZonedDateTime(text).date;
+}
+
+/** A date-time and the zone it is written in (minutes east of UTC: -0700 is -420). */
+export function parseZonedDateTime(text: string): { date: Date; zone: number } {
   const m = /^ ?(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/.exec(text);
   const month = m ? MONTHS.findIndex((x) => x.toLowerCase() === m[2]!.toLowerCase()) : -1;
   if (!m || month < 0) throw new ParseError(`Bad date-time "${text}"`);
@@ -100,7 +105,8 @@ export function parseDateTime(text: string): Date {
   const ms = Date.UTC(Number(m[3]), month, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6])) - offset * 60000;
   const d = new Date(ms);
   if (Number.isNaN(d.getTime())) throw new ParseError(`Bad date-time "${text}"`);
-  return d;
+  // A zone no clock shows ("+9999") is taken as before (the instant) and kept as UTC.
+  return { date: d, zone: Number(m[9]) < 60 && Math.abs(offset) < 24 * 60 ? offset : 0 };
 }
 
 function atoms(tokens: Token[], what: string): string[] {
@@ -198,15 +204,16 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       const mailbox = mailboxName(ts.astring('mailbox'));
       const flagsTok = ts.optionalList();
       let date: Date | null = null;
+      let zone: number | null = null;
       const maybeDate = ts.peek();
       if (maybeDate?.type === 'string' && !maybeDate.data) {
         ts.next('date');
-        date = parseDateTime(maybeDate.value);
+        ({ date, zone } = parseZonedDateTime(maybeDate.value));
       }
       const msg = ts.next('message literal');
       if (msg.type !== 'string' || !msg.data) throw new ParseError('APPEND needs the message as a literal');
       ts.end();
-      return { name, mailbox, flags: flagsTok ? flagList(flagsTok) : [], date, message: msg.data };
+      return { name, mailbox, flags: flagsTok ? flagList(flagsTok) : [], date, zone, message: msg.data };
     }
     case 'EXPUNGE': {
       const uids = uid ? parseSequenceSet(ts.atom('UID set')) : null; // UID EXPUNGE, RFC 4315 §2.1

@@ -4,6 +4,14 @@
 export const MAX_LINE_BYTES = 100 * 1024;
 /** Largest literal in an APPEND (the message size cap) once logged in; a bigger one is refused before it is sent. */
 export const MAX_APPEND_LITERAL_BYTES = 50 * 1024 * 1024;
+/**
+ * APPEND literals held in memory at once, all connections of both listeners together, and per client address
+ * (src/core/listener-limits.ts ByteBudget, as SMTP DATA): reserved at the literal's announced size before it is
+ * read; one that does not fit is refused (NO [LIMIT]) before its `+`, or dropped as it comes (non-synchronizing).
+ * Per client, two messages of the largest size fit.
+ */
+export const MAX_APPEND_BUFFERED_BYTES = 256 * 1024 * 1024;
+export const MAX_APPEND_BUFFERED_BYTES_PER_CLIENT = 2 * MAX_APPEND_LITERAL_BYTES;
 /** Largest literal anywhere else (a password, a search string, a mailbox name), and any literal before login. */
 export const MAX_OTHER_LITERAL_BYTES = 64 * 1024;
 /** Literals in one command (a command with more is answered BAD). */

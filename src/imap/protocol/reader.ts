@@ -1,13 +1,40 @@
 // Frames the bytes of an IMAP connection into commands: a command is its text lines plus the literals
 // announced at their ends (`{n}` synchronizing, `{n+}` non-synchronizing per RFC 7888). Pure: no socket;
 // the session feeds it chunks and acts on what it reports.
+//
+// Before a literal is read the server may say no (RFC 3501 §7.5): a literal within the size limits is put to
+// `admit` (quota, memory budget), which may take its time (the reader then holds what arrives and asks the
+// connection to stop reading). A refused synchronizing literal is answered at once and never sent; a refused
+// non-synchronizing one comes all the same and is read and dropped as it arrives, never held.
 import { MAX_APPEND_LITERAL_BYTES, MAX_LINE_BYTES, MAX_LITERALS_PER_COMMAND, MAX_OTHER_LITERAL_BYTES } from './limits.js';
 
 export type Part = { kind: 'text'; text: string } | { kind: 'literal'; data: Buffer };
 
+/** A tagged NO given instead of reading a literal: response code (RFC 5530) and text. */
+export interface Refusal {
+  code: string;
+  text: string;
+}
+
 export interface RawCommand {
   parts: Part[];
+  /** Set when a literal of the command was refused and dropped: the command is answered NO with it, not run. */
+  refused?: Refusal;
+  /** Bytes `admit` reserved for the command's literals: the connection gives them back once done with it. */
+  reserved?: number;
 }
+
+/** A literal the client announced, put to `admit` before it is read. */
+export interface LiteralAnnouncement {
+  tag: string;
+  /** The command's text so far (up to the `{n}`), and its literals before this one. */
+  parts: readonly Part[];
+  size: number;
+  sync: boolean;
+}
+
+/** `admit`'s answer: read it (with the bytes reserved for it, if any), or refuse it. */
+export type Admission = { reserved: number } | { refused: Refusal };
 
 export interface ReaderHandlers {
   command(cmd: RawCommand): void;
@@ -15,6 +42,8 @@ export interface ReaderHandlers {
   continueLiteral(): void;
   /** A command that cannot be accepted (over a limit): answered BAD with its tag; the reader resynchronizes. */
   reject(tag: string, reason: string): void;
+  /** A synchronizing literal refused before it is sent: answered NO with its tag; the command is over. */
+  refuse?(tag: string, refusal: Refusal): void;
   /** A state the connection cannot recover from (a non-synchronizing literal over the limit): answered BYE, closed. */
   fatal(reason: string): void;
   /**
@@ -22,14 +51,24 @@ export interface ReaderHandlers {
    * logs in cannot make the server hold 50 MB per connection (without it: always).
    */
   appendAllowed?(): boolean;
+  /** Decides on a literal within the size limits before it is read (without it: every one is read). */
+  admit?(literal: LiteralAnnouncement): Admission | Promise<Admission>;
+  /** Gives back bytes `admit` reserved for a command that is dropped before it is handed over. */
+  release?(bytes: number): void;
+  /** True while an `admit` answer is awaited: stop reading the socket (false: read again). */
+  hold?(on: boolean): void;
 }
 
 const LITERAL_AT_END = /\{(\d{1,20})(\+?)\}$/;
 
+/** Whether a command is an APPEND, from its first line. */
+export function isAppend(firstLine: string): boolean {
+  return (firstLine.split(' ', 3)[1] ?? '').toUpperCase() === 'APPEND';
+}
+
 /** The literal limit for a command, from its first line (APPEND carries a message, when `appendAllowed`). */
 export function literalLimit(firstLine: string, appendAllowed = true): number {
-  const words = firstLine.split(' ', 3);
-  return appendAllowed && (words[1] ?? '').toUpperCase() === 'APPEND' ? MAX_APPEND_LITERAL_BYTES : MAX_OTHER_LITERAL_BYTES;
+  return appendAllowed && isAppend(firstLine) ? MAX_APPEND_LITERAL_BYTES : MAX_OTHER_LITERAL_BYTES;
 }
 
 export class CommandReader {
@@ -41,7 +80,15 @@ export class CommandReader {
   private textBytes = 0;
   private literals = 0;
   private literalRemaining = 0;
-  private literalChunks: Buffer[] = [];
+  /** The literal being read, allocated once at its announced size (null while one is dropped). */
+  private literal: Buffer | null = null;
+  private literalFill = 0;
+  private refused: Refusal | null = null;
+  private reserved = 0;
+  /** Input that arrived while an `admit` answer was awaited, in order. */
+  private held: Buffer[] | null = null;
+  /** Bumped by reset/close: an `admit` answer for an earlier command is ignored. */
+  private generation = 0;
   private closed = false;
 
   constructor(private readonly handlers: ReaderHandlers) {}
@@ -51,11 +98,14 @@ export class CommandReader {
     this.lineChunks = [];
     this.lineBytes = 0;
     this.skipping = false;
+    this.stopHolding();
     this.resetCommand();
   }
 
   close(): void {
     this.closed = true;
+    this.stopHolding();
+    this.resetCommand();
   }
 
   /** True while a command is partly received (a client that hangs up now loses only that command). */
@@ -64,17 +114,20 @@ export class CommandReader {
   }
 
   push(chunk: Buffer): void {
+    if (this.held) {
+      // Copy: the socket may reuse its buffer.
+      if (!this.closed) this.held.push(Buffer.from(chunk));
+      return;
+    }
     let pos = 0;
     while (pos < chunk.length && !this.closed) {
       if (this.literalRemaining > 0) {
         const take = Math.min(this.literalRemaining, chunk.length - pos);
-        this.literalChunks.push(chunk.subarray(pos, pos + take));
+        if (this.literal) chunk.copy(this.literal, this.literalFill, pos, pos + take);
+        this.literalFill += take;
         this.literalRemaining -= take;
         pos += take;
-        if (this.literalRemaining === 0) {
-          this.parts.push({ kind: 'literal', data: Buffer.concat(this.literalChunks) });
-          this.literalChunks = [];
-        }
+        if (this.literalRemaining === 0) this.endLiteral();
         continue;
       }
       const nl = chunk.indexOf(0x0a, pos);
@@ -85,7 +138,20 @@ export class CommandReader {
       this.addLineBytes(chunk.subarray(pos, nl));
       pos = nl + 1;
       this.endLine();
+      // Waiting for `admit` now (TypeScript cannot see endLine set it): the rest is read once it has answered.
+      const held = this.held as Buffer[] | null;
+      if (held) {
+        if (pos < chunk.length) held.push(Buffer.from(chunk.subarray(pos)));
+        return;
+      }
     }
+  }
+
+  private endLiteral(): void {
+    // A dropped literal leaves an empty one in its place (the command is answered NO, not parsed).
+    this.parts.push({ kind: 'literal', data: this.literal ?? Buffer.alloc(0) });
+    this.literal = null;
+    this.literalFill = 0;
   }
 
   private addLineBytes(bytes: Buffer): void {
@@ -124,7 +190,10 @@ export class CommandReader {
     const m = LITERAL_AT_END.exec(line);
     if (!m) {
       this.parts.push({ kind: 'text', text: line });
-      const cmd = { parts: this.parts };
+      const cmd: RawCommand = { parts: this.parts };
+      if (this.refused) cmd.refused = this.refused;
+      if (this.reserved) cmd.reserved = this.reserved;
+      this.reserved = 0; // handed over with the command
       this.resetCommand();
       this.handlers.command(cmd);
       return;
@@ -133,21 +202,90 @@ export class CommandReader {
     const sync = m[2] !== '+';
     this.parts.push({ kind: 'text', text: line.slice(0, m.index) });
     const first = this.parts[0]!.kind === 'text' ? (this.parts[0] as { text: string }).text : '';
-    const tag = this.tagOfCommand();
+    const tag = this.tagOfCommand() || '*';
     this.literals++;
-    if (size > literalLimit(first, this.handlers.appendAllowed?.() ?? true) || this.literals > MAX_LITERALS_PER_COMMAND) {
+    const appendAllowed = this.handlers.appendAllowed?.() ?? true;
+    if (size > literalLimit(first, appendAllowed) || this.literals > MAX_LITERALS_PER_COMMAND) {
+      // RFC 7889 §3: a logged-in APPEND over the advertised APPENDLIMIT is refused with TOOBIG, before it is sent.
+      if (sync && this.literals <= MAX_LITERALS_PER_COMMAND && appendAllowed && isAppend(first) && this.handlers.refuse) {
+        this.refuseNow(tag, { code: 'TOOBIG', text: `Message too large (the limit is ${MAX_APPEND_LITERAL_BYTES} octets)` });
+        return;
+      }
       this.resetCommand();
       const reason = this.literals > MAX_LITERALS_PER_COMMAND ? 'Too many literals' : 'Literal too large';
-      if (sync) this.handlers.reject(tag || '*', reason);
+      if (sync) this.handlers.reject(tag, reason);
       else this.handlers.fatal(reason);
       return;
     }
-    if (size === 0) {
-      this.parts.push({ kind: 'literal', data: Buffer.alloc(0) });
-    } else {
-      this.literalRemaining = size;
+    if (this.refused) {
+      // The command is refused already: a later synchronizing literal is where the client hears of it.
+      if (sync) this.refuseNow(tag, this.refused);
+      else this.startLiteral(size, false, false);
+      return;
     }
+    const admission = this.handlers.admit?.({ tag, parts: this.parts, size, sync }) ?? { reserved: 0 };
+    if (!(admission instanceof Promise)) {
+      this.admitted(admission, tag, size, sync);
+      return;
+    }
+    // Hold whatever arrives (the connection stops reading) until `admit` answers.
+    const generation = this.generation;
+    this.held = [];
+    this.handlers.hold?.(true);
+    const fallback: Admission = { reserved: 0 };
+    admission.then(
+      (a) => this.resume(generation, a, () => this.admitted(a, tag, size, sync)),
+      () => this.resume(generation, fallback, () => this.admitted(fallback, tag, size, sync)),
+    );
+  }
+
+  private resume(generation: number, admission: Admission, decide: () => void): void {
+    if (generation !== this.generation || this.closed) {
+      // The command was dropped meanwhile: what was reserved for it goes back at once.
+      if ('reserved' in admission && admission.reserved) this.handlers.release?.(admission.reserved);
+      return;
+    }
+    const held = this.held ?? [];
+    this.held = null;
+    decide();
+    for (const chunk of held) this.push(chunk);
+    // Unless a held line announced another literal that waits for its own answer.
+    if (!this.held) this.handlers.hold?.(false);
+  }
+
+  private admitted(admission: Admission, tag: string, size: number, sync: boolean): void {
+    if ('refused' in admission) {
+      if (sync) this.refuseNow(tag, admission.refused);
+      else {
+        this.refused = admission.refused;
+        this.startLiteral(size, false, false);
+      }
+      return;
+    }
+    this.reserved += admission.reserved;
+    this.startLiteral(size, true, sync);
+  }
+
+  private startLiteral(size: number, keep: boolean, sync: boolean): void {
+    this.literal = keep ? Buffer.allocUnsafe(size) : null;
+    this.literalFill = 0;
+    this.literalRemaining = size;
+    if (size === 0) this.endLiteral();
     if (sync) this.handlers.continueLiteral();
+  }
+
+  /** Answers a synchronizing literal NO before it is sent: the command is over (RFC 3501 §7.5). */
+  private refuseNow(tag: string, refusal: Refusal): void {
+    this.resetCommand();
+    this.handlers.refuse?.(tag, refusal);
+  }
+
+  private stopHolding(): void {
+    this.generation++;
+    if (this.held) {
+      this.held = null;
+      this.handlers.hold?.(false);
+    }
   }
 
   private tagOfCommand(): string {
@@ -160,6 +298,10 @@ export class CommandReader {
     this.textBytes = 0;
     this.literals = 0;
     this.literalRemaining = 0;
-    this.literalChunks = [];
+    this.literal = null;
+    this.literalFill = 0;
+    this.refused = null;
+    if (this.reserved) this.handlers.release?.(this.reserved);
+    this.reserved = 0;
   }
 }

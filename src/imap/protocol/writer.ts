@@ -70,11 +70,14 @@ export function encodeValues(values: ImapValue[], out: Buffer[], sep = ' '): voi
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-/** INTERNALDATE as date-time in UTC: `"01-Mar-2026 10:00:00 +0000"`. */
-export function formatInternalDate(d: Date): string {
+/** INTERNALDATE as date-time in a zone (minutes east of UTC; UTC by default): `"01-Mar-2026 10:00:00 +0000"`. */
+export function formatInternalDate(at: Date, zone = 0): string {
+  const d = new Date(at.getTime() + zone * 60000);
   const dd = String(d.getUTCDate()).padStart(2, '0');
   const t = [d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
-  return `"${dd}-${MONTHS[d.getUTCMonth()]}-${d.getUTCFullYear()} ${t} +0000"`;
+  const z = Math.abs(zone);
+  const offset = `${zone < 0 ? '-' : '+'}${String(Math.floor(z / 60)).padStart(2, '0')}${String(z % 60).padStart(2, '0')}`;
+  return `"${dd}-${MONTHS[d.getUTCMonth()]}-${d.getUTCFullYear()} ${t} ${offset}"`;
 }
 
 export function formatFlags(flags: readonly string[]): string {
