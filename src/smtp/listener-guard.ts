@@ -20,7 +20,12 @@ import { STRESS_ENTER_SHARE, STRESS_LEAVE_SHARE, StressGauge } from '../core/lis
 
 /** The idle timeout of every session while the listener is under stress (Postfix: 10 s, against 300 s). */
 export const STRESS_IDLE_TIMEOUT_MS = 10_000;
-/** Errors (4xx and 5xx replies) a session may make under stress without delivering a message; one more closes it. */
+/**
+ * Errors a session may make under stress without delivering a message; one more closes it. Only permanent refusals
+ * (5xx: a bad command, an unknown recipient, a failed login) count: a 4xx is the box's own state (452 4.5.3 too many
+ * recipients, which RFC 5321 §4.5.3.1.10 has the client answer by sending DATA for the others; 452 4.3.1 memory;
+ * 451 a local failure), not the client misbehaving.
+ */
 export const STRESS_MAX_ERRORS = 1;
 
 /** RFC 1870 §6.1 and RFC 3463 (5.3.4): a message over the advertised SIZE, declared or sent. */
@@ -152,7 +157,7 @@ export function guardListener(server: SMTPServer, opts: ListenerGuardOptions): S
     connection.send = (code, data, context) => {
       send(code, data, context);
       if (context === 'DATA_OK') errors = 0; // smtp-server's context of an accepted message
-      if (code < 400 || code === 421 || !gauge.stressed) return;
+      if (code < 500 || !gauge.stressed) return;
       if (++errors > STRESS_MAX_ERRORS) send(TOO_MANY_ERRORS.code, TOO_MANY_ERRORS.text, false); // 421 closes
     };
   });

@@ -114,6 +114,27 @@ t.test('MX listener: stress, SIZE, failed TLS handshakes', async (t) => {
     t.match(await s.reply(), /^421 4\.7\.0 Too many errors/, 'then the session is closed');
   });
 
+  // RFC 5321 §4.5.3.1.10: past the recipient limit the client goes on to DATA for the accepted ones; under stress
+  // the 452s counted as errors and the session was closed, losing the message (and every retry while stress lasted).
+  t.test('under stress, 452 4.5.3 (too many recipients) is no error: the sender goes on to DATA', async (t) => {
+    const slow = await start({ maxConnections: 10, maxRecipients: 1, stressIdleTimeoutMs: 60_000 });
+    const logged = lines.length;
+    const squatters: Squatter[] = [];
+    for (let i = 1; i <= 8; i++) squatters.push(await squat(slow, `127.0.6.${i}`));
+    t.teardown(() => squatters.forEach((s) => s.socket.destroy()));
+    await until('stress', () => (lines.slice(logged).some((l) => l.msg.startsWith('entering stress')) ? true : undefined), 10_000);
+    const s = new SmtpDataSession(net.connect({ port: slow, host: '127.0.0.1', localAddress: '127.0.6.100' }));
+    t.teardown(() => s.destroy());
+    await s.reply(/^220 /);
+    await s.command('EHLO client.test', /^250/);
+    await s.command('MAIL FROM:<a@sender.test>', /^250/);
+    await s.command('RCPT TO:<alice@example.com>', /^250/);
+    t.match(await s.command('RCPT TO:<alice@example.com>', /^452/), /^452 4\.5\.3/, 'the second recipient is one too many');
+    t.match(await s.command('RCPT TO:<alice@example.com>', /^452/), /^452 4\.5\.3/, 'the third too');
+    await s.command('DATA', /^354/);
+    t.match(await s.command('Subject: x\r\n\r\nbody\r\n.', /^250/), /^250/, 'the message is accepted for the first');
+  });
+
   t.test('SIZE: advertised in EHLO; a larger SIZE at MAIL FROM, or more data, is 552 5.3.4 (RFC 1870 §6.1)', async (t) => {
     const s = new SmtpDataSession(net.connect({ port, host: '127.0.0.1', localAddress: '127.0.5.1' }));
     t.teardown(() => s.destroy());
