@@ -130,6 +130,7 @@ export class JobQueue {
   private mayHaveDue = true;
   /** Where the last lease past full lanes stopped, the lanes it skipped, and when its scan began from the start. */
   private skipCursor: SkipCursor | null = null;
+  private cursorEpoch = 0;
   /** Slots promised to jobs enqueued already leased, whose transaction has not committed yet. */
   private reserved = 0;
   private started = false;
@@ -191,10 +192,16 @@ export class JobQueue {
     return id;
   }
 
-  /** A job is due at `runAt` once `q` commits: a cursor past full lanes that went beyond it is dropped then. */
+  /**
+   * A job is due at `runAt` once `q` commits. A cursor past full lanes is at least SKIP_CURSOR_SLACK_MS behind
+   * the clock: a job due before that may be behind it, so the cursor is dropped, and one a lease in flight is
+   * about to record too (`cursorEpoch`).
+   */
   private dueAt(q: Queryable, runAt: number): void {
     this.afterCommit(q, () => {
-      if (this.skipCursor && runAt <= this.skipCursor.runAt) this.skipCursor = null;
+      if (runAt > this.clock.now().getTime() - SKIP_CURSOR_SLACK_MS) return;
+      this.cursorEpoch++;
+      this.skipCursor = null;
     });
   }
 
@@ -462,14 +469,17 @@ export class JobQueue {
   private async leasePastFullLanes(limit: number): Promise<Job[]> {
     const skip = this.fullLanes();
     const c = this.skipCursor;
-    const from = c && performance.now() - c.since < SKIP_CURSOR_MS && [...c.lanes].every((l) => skip.includes(l)) ? c : null;
-    const horizon = this.clock.now().getTime() - SKIP_CURSOR_SLACK_MS;
+    const now = this.clock.now().getTime();
+    const from = c && now - c.since < SKIP_CURSOR_MS && [...c.lanes].every((l) => skip.includes(l)) ? c : null;
+    const horizon = now - SKIP_CURSOR_SLACK_MS;
+    const epoch = this.cursorEpoch;
     const jobs = await this.lease(limit, skip, from ?? undefined);
+    if (epoch !== this.cursorEpoch) return jobs; // a job went due behind where this lease looked: no cursor
     const last = jobs.at(-1);
     // The lease stopped at its last job, or saw every due one. Jobs due in the last few seconds are looked at
     // again: one may have been written (its run_at stamped) by a transaction that had not committed yet.
     const end = jobs.length === limit && last && last.runAt.getTime() <= horizon ? { runAt: last.runAt.getTime(), id: last.id } : { runAt: horizon, id: Number.MAX_SAFE_INTEGER };
-    this.skipCursor = { ...end, lanes: new Set(skip), since: from?.since ?? performance.now() };
+    this.skipCursor = { ...end, lanes: new Set(skip), since: from?.since ?? now };
     return jobs;
   }
 
@@ -571,6 +581,7 @@ export class JobQueue {
         await this.db('jobs')
           .where({ id: job.id })
           .update({ run_at: outcome.retryAt.getTime(), lease_until: null, last_error: outcome.error ?? null });
+        this.dueAt(this.db, outcome.retryAt.getTime());
       } else {
         await this.finished.submit(job.id);
       }

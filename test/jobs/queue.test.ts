@@ -485,6 +485,24 @@ t.test('past maxParked, a lane that was skipped as full is leased again from its
   t.equal(h.started.length, 16);
 });
 
+t.test('past maxParked, a job a handler retries at a time already past is leased again at once', async (t) => {
+  const { ctx, clock, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10, maxParked: 3 });
+  const h = gated(queue);
+  let runs = 0;
+  queue.register('r', async () => (++runs === 1 ? { retryAt: new Date(clock.now().getTime() - MINUTE) } : undefined));
+  for (let i = 0; i < 10; i++) await queue.enqueue(ctx.db, 'd', { name: `slow${i}` }, { lane: 'to:slow' });
+  await queue.start();
+  await until('the first to run', () => h.waiting() === 1);
+  await queue.enqueue(ctx.db, 'r', {});
+  await until('the retry', () => runs === 2);
+  t.equal(runs, 2);
+  for (let i = 0; i < 10; i++) {
+    await until('the next', () => h.waiting() === 1);
+    h.releaseAll();
+  }
+  await queue.drain();
+});
+
 t.test('a graceful stop releases the leases of parked jobs (they never ran)', async (t) => {
   const { ctx, queue } = await setup(t, { concurrency: 4, laneConcurrency: 1, batch: 10 });
   const h = gated(queue);
