@@ -1,6 +1,6 @@
 // The listeners' shared caps: client addresses (IPv6 by /64), connection counts released on close, stress (entered
 // at 80% of the capacity, left below 60%, a lower per-client cap meanwhile), and the memory budget of message data.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import net from 'node:net';
 import { ByteBudget, capConnections, clientKey, ConnectionCaps, StressGauge } from '../../src/core/listener-limits.js';
 
@@ -15,21 +15,26 @@ t.test('clientKey: IPv4 as is (also v4-mapped), IPv6 by its /64 whatever the spe
   t.equal(clientKey(undefined), '');
 });
 
-t.test('ConnectionCaps over real sockets: per-client and total caps, counted down on close', async (t) => {
-  const caps = new ConnectionCaps({ total: 3, perClient: 2 });
+/** A server saying hello behind `caps` (and `gauge`), and a connect from a local address that gives its first line. */
+async function cappedServer(t: Test, caps: ConnectionCaps, gauge?: StressGauge) {
   const server = net.createServer((s) => s.write('hello\r\n'));
-  capConnections(server, caps, (s, why) => s.end(`refused ${why}\r\n`));
+  capConnections(server, caps, (s, why) => s.end(`refused ${why}\r\n`), gauge);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => server.close());
   const { port } = server.address() as net.AddressInfo;
   const open: net.Socket[] = [];
   t.teardown(() => open.forEach((s) => s.destroy()));
-  const connect = (localAddress: string) =>
+  return (localAddress: string) =>
     new Promise<{ socket: net.Socket; first: string }>((resolve) => {
       const socket = net.connect({ port, host: '127.0.0.1', localAddress });
       open.push(socket);
       socket.once('data', (d: Buffer) => resolve({ socket, first: d.toString().trim() }));
     });
+}
+
+t.test('ConnectionCaps over real sockets: per-client and total caps, counted down on close', async (t) => {
+  const caps = new ConnectionCaps({ total: 3, perClient: 2 });
+  const connect = await cappedServer(t, caps);
   t.equal((await connect('127.0.0.1')).first, 'hello');
   const second = await connect('127.0.0.1');
   t.equal(second.first, 'hello');
@@ -51,19 +56,7 @@ t.test('StressGauge over real sockets: entered at 80% of the capacity, left belo
   t.equal(gauge.perClientUnderStress, 2);
   t.equal(new StressGauge(10, () => {}).perClientUnderStress, 1, 'at least one');
   const caps = new ConnectionCaps({ total: 1000, perClient: 50 });
-  const server = net.createServer((s) => s.write('hello\r\n'));
-  capConnections(server, caps, (s, why) => s.end(`refused ${why}\r\n`), gauge);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => server.close());
-  const { port } = server.address() as net.AddressInfo;
-  const open: net.Socket[] = [];
-  t.teardown(() => open.forEach((s) => s.destroy()));
-  const connect = (localAddress: string) =>
-    new Promise<{ socket: net.Socket; first: string }>((resolve) => {
-      const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-      open.push(socket);
-      socket.once('data', (d: Buffer) => resolve({ socket, first: d.toString().trim() }));
-    });
+  const connect = await cappedServer(t, caps, gauge);
   const held: net.Socket[] = [];
   for (let i = 0; i < 79; i++) held.push((await connect(`127.0.1.${1 + (i % 40)}`)).socket); // two per address
   t.notOk(gauge.stressed, '79 of 100: not yet');

@@ -4,45 +4,16 @@
 // one answered 552 5.3.4 with RFC 1870's text, and one short log line per failed STARTTLS handshake.
 import t from 'tap';
 import net from 'node:net';
-import { pino } from 'pino';
 import nodemailer from 'nodemailer';
 import { startTestApp } from '../helpers/app.js';
 import { startMxListener, type MxLimits } from '../../src/smtp/mx.js';
 import type { InboundReceiver } from '../../src/services/inbound.js';
 import { SmtpDataSession } from '../helpers/smtp-data-session.js';
 import { until } from '../helpers/process.js';
+import { capturedLog, squat, within, type Squatter } from '../helpers/squatters.js';
 
 const KB = 1024;
 const SIZE_EXCEEDED = /^552 5\.3\.4 Message size exceeds fixed maximum message size$/;
-
-/** `p`, or a failure naming `what` after `ms` (a bound far above what it takes, so that a failure is not a hang). */
-const within = <T>(p: Promise<T>, ms: number, what: string) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
-
-interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A squatter: a connection that reads what it is told and says nothing (no TLS handshake either). */
-interface Squatter {
-  socket: net.Socket;
-  /** All it was told. */
-  said: () => string;
-  closed: Promise<void>;
-}
-
-/** A squatter from `localAddress`, once connected. */
-function squat(port: number, localAddress: string): Promise<Squatter> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    let said = '';
-    socket.on('error', () => {});
-    socket.on('data', (d: Buffer) => void (said += d.toString('latin1')));
-    const closed = new Promise<void>((r) => socket.once('close', () => r()));
-    socket.once('connect', () => resolve({ socket, said: () => said, closed }));
-  });
-}
 
 t.test('MX listener: stress, SIZE, failed TLS handshakes', async (t) => {
   const app = await startTestApp(t);
@@ -52,8 +23,7 @@ t.test('MX listener: stress, SIZE, failed TLS handshakes', async (t) => {
   await ctx.mailstore.createAccount({ teamId: app.teamId, domainId: 'dom_guard', address: 'alice@example.com', password: 'irrelevant password' });
   let received = 0;
   const receiver: InboundReceiver = { receive: async () => ({ status: 'accepted', queueId: `q${++received}`, junk: false }) };
-  const lines: LogLine[] = [];
-  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
+  const { log, lines } = capturedLog();
   const start = async (limits: Partial<MxLimits>) => {
     const mx = await startMxListener({ ...ctx, log }, { tls: app.appliance.tls, receiver, store: ctx.mailstore, limits });
     t.teardown(() => mx.close());
@@ -120,10 +90,10 @@ t.test('MX listener: stress, SIZE, failed TLS handshakes', async (t) => {
     const slow = await start({ maxConnections: 10, maxRecipients: 1, stressIdleTimeoutMs: 60_000 });
     const logged = lines.length;
     const squatters: Squatter[] = [];
-    for (let i = 1; i <= 8; i++) squatters.push(await squat(slow, `127.0.6.${i}`));
+    for (let i = 1; i <= 8; i++) squatters.push(await squat(slow, `127.0.7.${i}`));
     t.teardown(() => squatters.forEach((s) => s.socket.destroy()));
     await until('stress', () => (lines.slice(logged).some((l) => l.msg.startsWith('entering stress')) ? true : undefined), 10_000);
-    const s = new SmtpDataSession(net.connect({ port: slow, host: '127.0.0.1', localAddress: '127.0.6.100' }));
+    const s = new SmtpDataSession(net.connect({ port: slow, host: '127.0.0.1', localAddress: '127.0.7.100' }));
     t.teardown(() => s.destroy());
     await s.reply(/^220 /);
     await s.command('EHLO client.test', /^250/);

@@ -6,51 +6,21 @@
 import t from 'tap';
 import net from 'node:net';
 import tls from 'node:tls';
-import { pino } from 'pino';
 import nodemailer from 'nodemailer';
 import { startSubmission, SUBMISSION_MAX_BYTES } from '../../src/smtp/submission.js';
 import { SmtpGuards } from '../../src/limits/smtp-guards.js';
 import { ALICE, submissionFixture } from './setup.js';
 import { SmtpDataSession } from '../helpers/smtp-data-session.js';
 import { until } from '../helpers/process.js';
+import { capturedLog, squat, within, type Squatter } from '../helpers/squatters.js';
 
 const KB = 1024;
 const SIZE_EXCEEDED = /^552 5\.3\.4 Message size exceeds fixed maximum message size$/;
 
-/** `p`, or a failure naming `what` after `ms` (a bound far above what it takes, so that a failure is not a hang). */
-const within = <T>(p: Promise<T>, ms: number, what: string) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
-
-interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A squatter: a connection that reads what it is told and says nothing (no TLS handshake either). */
-interface Squatter {
-  socket: net.Socket;
-  /** All it was told. */
-  said: () => string;
-  closed: Promise<void>;
-}
-
-/** A squatter from `localAddress`, once connected. */
-function squat(port: number, localAddress: string): Promise<Squatter> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    let said = '';
-    socket.on('error', () => {});
-    socket.on('data', (d: Buffer) => void (said += d.toString('latin1')));
-    const closed = new Promise<void>((r) => socket.once('close', () => r()));
-    socket.once('connect', () => resolve({ socket, said: () => said, closed }));
-  });
-}
-
 t.test('submission listeners: stress, SIZE, failed TLS handshakes', async (t) => {
   const f = await submissionFixture(t);
   const { ctx, tls: material } = f.app.appliance;
-  const lines: LogLine[] = [];
-  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
+  const { log, lines } = capturedLog();
   const start = (limits: Parameters<typeof startSubmission>[0]['limits']) => startSubmission({ ctx: { ...ctx, log }, store: ctx.mailstore, guards: new SmtpGuards(ctx.clock), tls: material, limits });
   // Ten sessions per listener (stress from 8, until below 6), 1 s of idleness under stress, 5 minutes otherwise.
   const listeners = await start({ maxConnections: 10, stressSocketTimeoutMs: 1000, maxMessageBytes: 64 * KB });
