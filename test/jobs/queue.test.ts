@@ -352,14 +352,22 @@ function gated(queue: JobQueue) {
     if (job.lane === 'to:slow') running--;
   });
   const of = (lane: string) => waiting.filter((w) => w.lane === lane);
+  const releaseAll = (lane = 'to:slow') => {
+    for (const w of of(lane)) waiting.splice(waiting.indexOf(w), 1)[0]!.release();
+  };
   return {
     started,
     /** Most jobs of lane 'to:slow' running at once. */
     get peak() {
       return peak;
     },
-    releaseAll: (lane = 'to:slow') => {
-      for (const w of of(lane)) waiting.splice(waiting.indexOf(w), 1)[0]!.release();
+    releaseAll,
+    /** Lets `n` jobs of lane 'to:slow' finish, each once it is the one running. */
+    async releaseOneByOne(n: number) {
+      for (let i = 0; i < n; i++) {
+        await until('the next', () => of('to:slow').length === 1);
+        releaseAll();
+      }
     },
     waiting: (lane = 'to:slow') => of(lane).length,
   };
@@ -414,10 +422,7 @@ t.test('parked jobs keep their leases while they wait: a later lease does not ru
   queue.wake();
   await new Promise((r) => setTimeout(r, 100));
   t.same(h.started, ['slow0']);
-  for (let i = 0; i < 4; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(4);
   await queue.drain();
   t.same(h.started, ['slow0', 'slow1', 'slow2', 'slow3'], 'each exactly once');
 });
@@ -431,10 +436,7 @@ t.test('at most maxParked jobs wait for their lane: past it nothing more is leas
   await new Promise((r) => setTimeout(r, 100));
   const leased = Number((await ctx.db('jobs').whereNotNull('lease_until').count({ n: '*' }).first())?.n);
   t.equal(leased, 4, 'one running and three parked are leased; the other six wait in the table');
-  for (let i = 0; i < 10; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(10);
   await queue.drain();
   t.equal(h.started.length, 10);
 });
@@ -452,10 +454,7 @@ t.test('past maxParked, jobs of other lanes (and of none) still run at once, beh
   await new Promise((r) => setTimeout(r, 50));
   const leased = Number((await ctx.db('jobs').whereNotNull('lease_until').count({ n: '*' }).first())?.n);
   t.equal(leased, 4, 'one of the backlog running and three parked; the other six wait in the table');
-  for (let i = 0; i < 10; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(10);
   await queue.drain();
   t.equal(h.peak, 1, 'the slow lane one at a time');
   t.same(h.started.filter((n) => n.startsWith('slow')), Array.from({ length: 10 }, (_, i) => `slow${i}`), 'the backlog each once, in order');
@@ -477,10 +476,7 @@ t.test('past maxParked, a lane that was skipped as full is leased again from its
     h.releaseAll('to:slow2');
   }
   t.same(h.started.filter((n) => n.startsWith('slow')), ['slow0'], 'the first lane still on its first job');
-  for (let i = 0; i < 10; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(10);
   await queue.drain();
   t.equal(h.started.length, 16);
 });
@@ -496,10 +492,7 @@ t.test('past maxParked, a job a handler retries at a time already past is leased
   await queue.enqueue(ctx.db, 'r', {});
   await until('the retry', () => runs === 2);
   t.equal(runs, 2);
-  for (let i = 0; i < 10; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(10);
   await queue.drain();
 });
 
@@ -541,10 +534,7 @@ t.test('a parked job has not started: it can be cancelled or rescheduled, and a 
   }).catch(() => undefined);
   const row = await ctx.db('jobs').where({ id: ids[2] }).first();
   t.match(row, { lease_until: null, attempts: 0 }, 'the rescheduled one waits in the table, unleased');
-  for (let i = 0; i < 2; i++) {
-    await until('the next', () => h.waiting() === 1);
-    h.releaseAll();
-  }
+  await h.releaseOneByOne(2);
   await queue.drain();
   t.same(h.started, ['slow0', 'slow3'], 'the cancelled one never ran, the rolled-back cancel did not stick');
   clock.advance(MINUTE);
