@@ -10,7 +10,7 @@ import { beforeAppendLiteral } from './commands/append.js';
 import { COMMANDS } from './commands/index.js';
 import { bad, no, type Result } from './commands/types.js';
 import { CommandError, parseCommand, type Command } from './protocol/commands.js';
-import { MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
+import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
 import { CommandReader, isAppend, type Admission, type LiteralAnnouncement, type RawCommand } from './protocol/reader.js';
 import { Session, type ClientChannel, type SessionDeps } from './session.js';
 import type { ByteBudget } from '../core/listener-limits.js';
@@ -93,13 +93,15 @@ export class ImapConnection implements ClientChannel {
   /**
    * Whether an APPEND's literal may be read, decided before the `+` (or, non-synchronizing, before its bytes are
    * kept): once the commands before it have run (a pipelined LOGIN, CREATE or EXPUNGE changes the answer), its
-   * size against the target's quota (RFC 9208 §5.2), then against the memory budget (RFC 5530 LIMIT).
+   * size against the target's quota (RFC 9208 §5.2), then against the memory budget (RFC 5530 LIMIT). Its size
+   * against APPENDLIMIT (or the pre-login literal limit) the reader judges right after this answers, so that a
+   * NO [TOOBIG] too comes after the answers of those commands.
    */
   private admit(literal: LiteralAnnouncement): Admission | Promise<Admission> {
     const first = literal.parts[0];
     if (!first || first.kind !== 'text' || !isAppend(first.text)) return { reserved: 0 };
     return this.settled().then(async (): Promise<Admission> => {
-      if (!this.loggedIn || this.closed) return { reserved: 0 };
+      if (!this.loggedIn || this.closed || literal.size > MAX_APPEND_LITERAL_BYTES) return { reserved: 0 };
       let command: Command | null = null;
       try {
         // The command as far as it came, its message an empty stand-in: a BAD one is answered when it has all come.
@@ -313,11 +315,14 @@ export class ImapConnection implements ClientChannel {
     plain.removeAllListeners('timeout');
     for (const raw of this.queue) this.releaseCommand(raw);
     this.queue.length = 0;
+    // The queue that paused reading is gone: a pause kept now would stop the TLS socket for good.
+    this.paused = false;
     const secure = new tls.TLSSocket(plain, { isServer: true, secureContext: this.opts.secureContext });
     this.secure = true;
     this.attach(secure);
     // After the swap: a reader that was holding input stops holding, and reading resumes on the TLS socket.
     this.reader.reset();
+    this.updatePause();
   }
 }
 

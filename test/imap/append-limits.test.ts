@@ -1,8 +1,10 @@
 // What an APPEND may cost the server, decided before its literal is read (RFC 3501 §7.5): over the mailbox's
 // quota (RFC 9208 §5.2 OVERQUOTA), over the memory budget shared by all connections (RFC 5530 LIMIT), over
 // APPENDLIMIT (RFC 7889 TOOBIG). A synchronizing literal is refused before its `+`; a non-synchronizing one
-// (LITERAL+, RFC 7888) comes anyway and is read and dropped, never held. And the date-time an APPEND gives
-// comes back from FETCH INTERNALDATE in the zone it was written in.
+// (LITERAL+, RFC 7888) comes anyway and is read and dropped, never held. All of it is judged once the commands
+// ahead of the APPEND have run (a pipelined LOGIN raises the limit), and answered in tag order. And the
+// date-time an APPEND gives comes back from FETCH INTERNALDATE in the zone it was written in, which is the day
+// SEARCH ON/BEFORE/SINCE compare.
 import t, { type Test } from 'tap';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -60,6 +62,13 @@ async function refused(t: Test, c: RawClient, tag: string, re: RegExp, what: str
   const got = await answer(c, tag);
   t.match(got, re, what);
   if (got.startsWith('+')) throw new Error(`${tag}: the server asked for the literal`);
+}
+
+/** Expects `tag`'s literal asked for with a `+`; anything else ends the test (nothing more would come). */
+async function continued(t: Test, c: RawClient, tag: string, what: string): Promise<void> {
+  const last = (await answer(c, tag)).trimEnd().split('\n').at(-1) ?? '';
+  t.match(last, /^\+ /, what);
+  if (!last.startsWith('+')) throw new Error(`${tag}: ${last}`);
 }
 
 async function until(what: string, cond: () => boolean): Promise<void> {
@@ -183,6 +192,41 @@ t.test('the commands before an APPEND run before its literal is judged (pipeline
   t.match(await c.waitFor(/^c4 [^\n]*\n/m), /c3 OK \[APPENDUID[^]*c4 OK/, 'LITERAL+ pipelined, answered in order');
 });
 
+t.test('an APPEND over 64 KB pipelined behind LOGIN is judged once LOGIN has run; before login it stays refused', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  const m = Buffer.concat([message({ subject: 'big' }), Buffer.alloc(100_000, 0x61)]);
+  const login = `L1 LOGIN "${bob.address}" "${PASSWORD}"\r\n`;
+
+  const d = await f.raw({ implicit: true });
+  d.send(Buffer.concat([Buffer.from(`${login}d2 APPEND INBOX {${m.length}+}\r\n`), m, Buffer.from('\r\nd3 NOOP\r\n')]));
+  t.match(await d.waitFor(/^(\* BYE|d3 )[^\n]*\n/m), /^d2 OK \[APPENDUID[^]*^d3 OK/m, 'non-synchronizing: stored (it was BYE Literal too large)');
+
+  const c = await f.raw({ implicit: true });
+  c.send(`${login}c2 APPEND INBOX {${m.length}}\r\n`);
+  await continued(t, c, 'c2', 'synchronizing: the `+` (it was BAD Literal too large, the pre-login limit)');
+  c.send(Buffer.concat([m, Buffer.from('\r\n')]));
+  t.match(await c.waitFor(/^c2 [^\n]*\n/m), /^c2 OK \[APPENDUID/m);
+
+  const e = await f.raw({ implicit: true });
+  e.send(`e1 APPEND INBOX {${m.length}}\r\n`);
+  t.match(await answer(e, 'e1'), /^e1 BAD Literal too large/m, 'not logged in: BAD before the literal is sent');
+  e.send(`L1 LOGIN "${bob.address}" "wrong"\r\ne2 APPEND INBOX {${m.length}+}\r\n`);
+  t.match(await e.waitClose(), /^L1 NO[^]*^\* BYE Literal too large/m, 'still not logged in after a failed LOGIN: BYE for a non-synchronizing one');
+  t.match(await c.command('c3', 'STATUS INBOX (MESSAGES)'), /MESSAGES 2\)/);
+});
+
+t.test('NO [TOOBIG] comes after the answers of the commands pipelined ahead of the APPEND', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  const c = await f.raw({ implicit: true });
+  await c.login(bob.address);
+  c.send(`x1 SELECT INBOX\r\nx2 APPEND INBOX {${MAX_APPEND_LITERAL_BYTES + 1}}\r\n`);
+  const got = await answer(c, 'x2');
+  t.match(got, /^x1 OK [^]*^x2 NO \[TOOBIG\]/m, 'x1 answered first (x2 NO [TOOBIG] was written at once, before it)');
+  t.match(await c.command('x3', 'NOOP'), /^x3 OK/m);
+});
+
 t.test("APPEND's date-time comes back from FETCH INTERNALDATE as written, zone included (also after COPY)", async (t) => {
   const f = await setupImap(t);
   const bob = await f.account('bob');
@@ -203,4 +247,35 @@ t.test("APPEND's date-time comes back from FETCH INTERNALDATE as written, zone i
   await c.command('d7', 'SELECT Archive');
   t.match(await c.command('d8', 'FETCH 1 INTERNALDATE'), /INTERNALDATE "14-Jul-2026 02:44:25 -0700"/, 'a copy keeps it');
   t.match(await c.command('d9', 'SEARCH ON 14-Jul-2026'), /^\* SEARCH 1\r\n/m);
+});
+
+t.test('SEARCH ON, BEFORE and SINCE compare the day INTERNALDATE shows, in its own zone (RFC 3501 §6.4.4)', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  // UTC 15-Jul-2026 05:00 and 4-Jan-2026 20:00: the day of the instant in UTC is not the day written.
+  const m = message();
+  await f.store.deliver(message({ subject: 'delivered' }), [{ mailboxId: bob.id }], { internalDate: new Date('2026-07-14T23:30:00Z') });
+  const c = await f.raw({ implicit: true });
+  await c.login(bob.address);
+  t.match(await c.command('d1', `APPEND INBOX "14-Jul-2026 22:00:00 -0700" {${m.length}+}\r\n${m.toString('latin1')}`), /^d1 OK/m);
+  t.match(await c.command('d2', `APPEND INBOX " 5-Jan-2026 01:30:00 +0530" {${m.length}+}\r\n${m.toString('latin1')}`), /^d2 OK/m);
+  await c.command('d3', 'SELECT INBOX');
+  const fetched = await c.command('d4', 'FETCH 1:3 INTERNALDATE');
+  t.match(fetched, /^\* 1 FETCH \(INTERNALDATE "14-Jul-2026 23:30:00 \+0000"\)/m, 'delivered: UTC');
+  t.match(fetched, /^\* 2 FETCH \(INTERNALDATE "14-Jul-2026 22:00:00 -0700"\)/m);
+  t.match(fetched, /^\* 3 FETCH \(INTERNALDATE "05-Jan-2026 01:30:00 \+0530"\)/m);
+  const cases: Array<[string, string]> = [
+    ['ON 14-Jul-2026', '1 2'],
+    ['ON 15-Jul-2026', ''],
+    ['BEFORE 15-Jul-2026', '1 2 3'],
+    ['SINCE 15-Jul-2026', ''],
+    ['SINCE 14-Jul-2026', '1 2'],
+    ['ON 5-Jan-2026', '3'],
+    ['ON 4-Jan-2026', ''],
+    ['BEFORE 5-Jan-2026', ''],
+  ];
+  let n = 0;
+  for (const [key, hits] of cases) {
+    t.match(await c.command(`s${++n}`, `SEARCH ${key}`), new RegExp(`^\\* SEARCH${hits ? ' ' + hits : ''}\r\n`, 'm'), key);
+  }
 });

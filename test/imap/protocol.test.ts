@@ -102,6 +102,42 @@ t.test('reader: literals put to admit before they are read (refused, dropped, de
   t.same(toobig2.events, ['NO f2 [TOOBIG]'], 'an APPEND over APPENDLIMIT: NO [TOOBIG] (RFC 7889)');
 });
 
+t.test("reader: an APPEND's size is judged once admit has answered (the commands ahead of it may have logged in)", async (t) => {
+  const big = MAX_OTHER_LITERAL_BYTES + 1;
+  const huge = MAX_APPEND_LITERAL_BYTES + 1;
+  const cases: Array<{ line: string; loggedIn: boolean; admission: { reserved: number }; events: string[] }> = [
+    { line: `a1 APPEND INBOX {${big}}`, loggedIn: true, admission: { reserved: big }, events: ['hold', '+', 'read'] },
+    { line: `a2 APPEND INBOX {${big}+}`, loggedIn: true, admission: { reserved: big }, events: ['hold', 'read', 'COMMAND a2', 'COMMAND z1'] },
+    { line: `a3 APPEND INBOX {${big}}`, loggedIn: false, admission: { reserved: 0 }, events: ['hold', 'BAD a3 Literal too large', 'read'] },
+    { line: `a4 APPEND INBOX {${big}+}`, loggedIn: false, admission: { reserved: 0 }, events: ['hold', 'FATAL Literal too large', 'read'] },
+    { line: `a5 APPEND INBOX {${huge}}`, loggedIn: true, admission: { reserved: 7 }, events: ['hold', 'release 7', 'NO a5 [TOOBIG]', 'read'] },
+  ];
+  for (const c of cases) {
+    const events: string[] = [];
+    let loggedIn = false;
+    let decide!: (a: { reserved: number }) => void;
+    const r = new CommandReader({
+      command: (cmd) => events.push(`COMMAND ${(cmd.parts[0] as { text: string }).text.split(' ')[0]}`),
+      continueLiteral: () => events.push('+'),
+      reject: (tag, reason) => events.push(`BAD ${tag} ${reason}`),
+      refuse: (tag, refusal) => events.push(`NO ${tag} [${refusal.code}]`),
+      fatal: (reason) => events.push(`FATAL ${reason}`),
+      hold: (on) => events.push(on ? 'hold' : 'read'),
+      release: (n) => events.push(`release ${n}`),
+      appendAllowed: () => loggedIn,
+      admit: () => new Promise((resolve) => (decide = resolve)),
+    });
+    r.push(Buffer.from(`${c.line}\r\n`));
+    t.same(events, ['hold'], `${c.line}: nothing decided before admit answers`);
+    loggedIn = c.loggedIn; // what the commands ahead did meanwhile
+    decide(c.admission);
+    await new Promise((resolve) => setImmediate(resolve));
+    // A non-synchronizing literal comes all the same: read when admitted; after a BYE it is never read as commands.
+    if (c.line.endsWith('+}')) r.push(Buffer.concat([Buffer.alloc(big, 0x61), Buffer.from('\r\nz1 NOOP\r\n')]));
+    t.same(events, c.events, c.line);
+  }
+});
+
 t.test('tokens: atoms, quoted strings with escapes, nested lists, bracketed fetch attributes', async (t) => {
   t.same(tokenize([{ kind: 'text', text: 'A "q \\"x\\" \\\\" (B (C)) BODY.PEEK[HEADER.FIELDS (A B)]<0.10> NIL' }]), [
     { type: 'atom', value: 'A' },

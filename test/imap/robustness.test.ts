@@ -1,12 +1,23 @@
 // Hostile and broken clients: over-long lines, oversized literals (both kinds), garbage, unknown commands,
-// runs of BAD, a client that leaves mid-literal, pipelining floods, the autologout timer, shutdown with
-// open sessions, and the failed-login lockout. Every case ends in BAD/NO/BYE, never a crash.
+// runs of BAD, a client that leaves mid-literal, pipelining floods (also behind STARTTLS), the autologout
+// timer, shutdown with open sessions, and the failed-login lockout. Every case ends in BAD/NO/BYE, never a crash.
 import t from 'tap';
 import { SmtpGuards } from '../../src/limits/smtp-guards.js';
 import { ImapServer } from '../../src/imap/server.js';
 import { SummaryCache } from '../../src/imap/summary-cache.js';
-import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES } from '../../src/imap/protocol/limits.js';
+import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_LINE_BYTES, MAX_OTHER_LITERAL_BYTES, MAX_QUEUED_COMMANDS } from '../../src/imap/protocol/limits.js';
 import { PASSWORD, RawClient, setupImap } from './setup.js';
+
+/** `p`, or a rejection after `ms`: a session that stalls fails the test at once instead of hanging it. */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([p, stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 t.test('limits and malformed input', async (t) => {
   const f = await setupImap(t);
@@ -57,6 +68,23 @@ t.test('limits and malformed input', async (t) => {
   t.match(await g.command('g1', 'STATUS INBOX (MESSAGES)'), /MESSAGES 0/);
   t.match(await g.command('g2', 'LOGOUT'), /\* BYE[^]*g2 OK/);
   await g.waitClose();
+});
+
+t.test('STARTTLS with a flood and an APPEND pipelined behind it: the plaintext is dropped, the TLS session works', async (t) => {
+  const f = await setupImap(t);
+  const bob = await f.account('bob');
+  const c = await f.raw();
+  // Enough commands behind STARTTLS to pause reading (backpressure), and an APPEND whose literal waits to be
+  // judged: both used to leave the TLS socket paused for good.
+  const flood = Array.from({ length: MAX_QUEUED_COMMANDS + 4 }, (_, i) => `n${i} NOOP\r\n`).join('');
+  c.send(`S1 STARTTLS\r\n${flood}a1 APPEND INBOX {5}\r\n`);
+  await c.waitFor(/^S1 OK[^\n]*\n/m);
+  await c.upgradeTls();
+  const got = await within(5000, c.command('c1', 'NOOP'));
+  t.match(got, /^c1 OK/m, 'a command over TLS is answered');
+  t.notMatch(got, /^(n\d+|a1) /m, 'none of the pipelined plaintext was run (RFC 3501 §6.2.1)');
+  await c.login(bob.address);
+  t.match(await c.command('c2', 'SELECT INBOX'), /^c2 OK/m);
 });
 
 t.test('autologout and shutdown', async (t) => {

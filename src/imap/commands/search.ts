@@ -10,7 +10,7 @@ import { readRows } from './fetch.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
-  meta: MessageState & { internalDate?: Date };
+  meta: MessageState & { internalDate?: Date; internalDateZone?: number };
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
@@ -30,6 +30,14 @@ export function sentDay(value: string | null): number | null {
   }
   const t = Date.parse(value);
   return Number.isNaN(t) ? null : Math.floor(t / 86400000);
+}
+
+/**
+ * The day of an internal date as FETCH INTERNALDATE shows it, in the zone the APPEND gave (else UTC), in days
+ * since the epoch: RFC 3501 §6.4.4 compares the date "disregarding time and timezone".
+ */
+export function internalDay(at: Date, zone = 0): number {
+  return Math.floor((at.getTime() + zone * 60000) / 86400000);
 }
 
 function compareDay(day: number | null, cmp: 'before' | 'on' | 'since', target: number): boolean {
@@ -65,7 +73,7 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
     case 'smaller':
       return c.meta.size < key.size;
     case 'internaldate':
-      return c.meta.internalDate ? compareDay(Math.floor(c.meta.internalDate.getTime() / 86400000), key.cmp, key.day) : false;
+      return c.meta.internalDate ? compareDay(internalDay(c.meta.internalDate, c.meta.internalDateZone), key.cmp, key.day) : false;
     case 'modseq':
       return c.meta.modseq >= key.modseq;
     case 'sentdate':

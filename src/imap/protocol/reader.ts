@@ -5,7 +5,8 @@
 // Before a literal is read the server may say no (RFC 3501 §7.5): a literal within the size limits is put to
 // `admit` (quota, memory budget), which may take its time (the reader then holds what arrives and asks the
 // connection to stop reading). A refused synchronizing literal is answered at once and never sent; a refused
-// non-synchronizing one comes all the same and is read and dropped as it arrives, never held.
+// non-synchronizing one comes all the same and is read and dropped as it arrives, never held. An APPEND's size
+// is judged once `admit` has answered, since the commands ahead of it (a pipelined LOGIN) change its limit.
 import { MAX_APPEND_LITERAL_BYTES, MAX_LINE_BYTES, MAX_LITERALS_PER_COMMAND, MAX_OTHER_LITERAL_BYTES } from './limits.js';
 
 export type Part = { kind: 'text'; text: string } | { kind: 'literal'; data: Buffer };
@@ -36,6 +37,9 @@ export interface LiteralAnnouncement {
 /** `admit`'s answer: read it (with the bytes reserved for it, if any), or refuse it. */
 export type Admission = { reserved: number } | { refused: Refusal };
 
+/** What becomes of a literal: an admission, or over a limit (BAD when synchronizing, else BYE). */
+type Verdict = Admission | { rejected: string };
+
 export interface ReaderHandlers {
   command(cmd: RawCommand): void;
   /** A synchronizing literal of acceptable size was announced: the server answers `+`. */
@@ -51,7 +55,12 @@ export interface ReaderHandlers {
    * logs in cannot make the server hold 50 MB per connection (without it: always).
    */
   appendAllowed?(): boolean;
-  /** Decides on a literal within the size limits before it is read (without it: every one is read). */
+  /**
+   * Decides on a literal before it is read (without it: every one within the size limits is read). An APPEND's
+   * comes here whatever its size: the reader judges the size against `appendAllowed` once this has answered, so
+   * an answer that waits for the commands ahead of the APPEND (a pipelined LOGIN) lets those count. It should
+   * reserve nothing for a literal over MAX_APPEND_LITERAL_BYTES.
+   */
   admit?(literal: LiteralAnnouncement): Admission | Promise<Admission>;
   /** Gives back bytes `admit` reserved for a command that is dropped before it is handed over. */
   release?(bytes: number): void;
@@ -204,17 +213,16 @@ export class CommandReader {
     const first = this.parts[0]!.kind === 'text' ? (this.parts[0] as { text: string }).text : '';
     const tag = this.tagOfCommand() || '*';
     this.literals++;
-    const appendAllowed = this.handlers.appendAllowed?.() ?? true;
-    if (size > literalLimit(first, appendAllowed) || this.literals > MAX_LITERALS_PER_COMMAND) {
-      // RFC 7889 §3: a logged-in APPEND over the advertised APPENDLIMIT is refused with TOOBIG, before it is sent.
-      if (sync && this.literals <= MAX_LITERALS_PER_COMMAND && appendAllowed && isAppend(first) && this.handlers.refuse) {
-        this.refuseNow(tag, { code: 'TOOBIG', text: `Message too large (the limit is ${MAX_APPEND_LITERAL_BYTES} octets)` });
-        return;
-      }
-      this.resetCommand();
-      const reason = this.literals > MAX_LITERALS_PER_COMMAND ? 'Too many literals' : 'Literal too large';
-      if (sync) this.handlers.reject(tag, reason);
-      else this.handlers.fatal(reason);
+    if (this.literals > MAX_LITERALS_PER_COMMAND) {
+      this.decide({ rejected: 'Too many literals' }, tag, size, sync);
+      return;
+    }
+    // An APPEND's size waits for `admit`, which waits for the commands ahead of it: after a pipelined LOGIN its
+    // limit is APPENDLIMIT, and a NO [TOOBIG] comes after their answers, in tag order.
+    const later = isAppend(first) && !this.refused && this.handlers.admit !== undefined;
+    const oversize = later ? null : this.sizeVerdict(first, size, sync);
+    if (oversize) {
+      this.decide(oversize, tag, size, sync);
       return;
     }
     if (this.refused) {
@@ -225,7 +233,7 @@ export class CommandReader {
     }
     const admission = this.handlers.admit?.({ tag, parts: this.parts, size, sync }) ?? { reserved: 0 };
     if (!(admission instanceof Promise)) {
-      this.admitted(admission, tag, size, sync);
+      this.admitted(admission, tag, first, size, sync, later);
       return;
     }
     // Hold whatever arrives (the connection stops reading) until `admit` answers.
@@ -234,9 +242,20 @@ export class CommandReader {
     this.handlers.hold?.(true);
     const fallback: Admission = { reserved: 0 };
     admission.then(
-      (a) => this.resume(generation, a, () => this.admitted(a, tag, size, sync)),
-      () => this.resume(generation, fallback, () => this.admitted(fallback, tag, size, sync)),
+      (a) => this.resume(generation, a, () => this.admitted(a, tag, first, size, sync, later)),
+      () => this.resume(generation, fallback, () => this.admitted(fallback, tag, first, size, sync, later)),
     );
+  }
+
+  /** A literal over its size limit: NO [TOOBIG] or a rejection (null: within it). */
+  private sizeVerdict(first: string, size: number, sync: boolean): Verdict | null {
+    const appendAllowed = this.handlers.appendAllowed?.() ?? true;
+    if (size <= literalLimit(first, appendAllowed)) return null;
+    // RFC 7889 §3: a logged-in APPEND over the advertised APPENDLIMIT is refused with TOOBIG, before it is sent.
+    if (sync && appendAllowed && isAppend(first) && this.handlers.refuse) {
+      return { refused: { code: 'TOOBIG', text: `Message too large (the limit is ${MAX_APPEND_LITERAL_BYTES} octets)` } };
+    }
+    return { rejected: 'Literal too large' };
   }
 
   private resume(generation: number, admission: Admission, decide: () => void): void {
@@ -253,16 +272,33 @@ export class CommandReader {
     if (!this.held) this.handlers.hold?.(false);
   }
 
-  private admitted(admission: Admission, tag: string, size: number, sync: boolean): void {
-    if ('refused' in admission) {
-      if (sync) this.refuseNow(tag, admission.refused);
+  /** `admit` has answered; an APPEND's size is judged now (`judgeSize`), the commands ahead of it having run. */
+  private admitted(admission: Admission, tag: string, first: string, size: number, sync: boolean, judgeSize: boolean): void {
+    const oversize = judgeSize ? this.sizeVerdict(first, size, sync) : null;
+    if (oversize && 'reserved' in admission && admission.reserved) this.handlers.release?.(admission.reserved);
+    this.decide(oversize ?? admission, tag, size, sync);
+  }
+
+  private decide(verdict: Verdict, tag: string, size: number, sync: boolean): void {
+    if ('rejected' in verdict) {
+      this.resetCommand();
+      if (sync) this.handlers.reject(tag, verdict.rejected);
       else {
-        this.refused = admission.refused;
+        // Its bytes are on their way and cannot be told from commands: nothing more is read.
+        this.close();
+        this.handlers.fatal(verdict.rejected);
+      }
+      return;
+    }
+    if ('refused' in verdict) {
+      if (sync) this.refuseNow(tag, verdict.refused);
+      else {
+        this.refused = verdict.refused;
         this.startLiteral(size, false, false);
       }
       return;
     }
-    this.reserved += admission.reserved;
+    this.reserved += verdict.reserved;
     this.startLiteral(size, true, sync);
   }
 
