@@ -19,6 +19,7 @@ import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webho
 import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver } from './services/inbound.js';
+import { createLocalDelivery } from './services/local-delivery.js';
 import { checkMessage, InboundAuthPool } from './services/inbound-auth.js';
 import { cachedLookups } from './dns/cached-lookups.js';
 import { createMailboxDelivery } from './services/inbound-mailbox.js';
@@ -82,7 +83,13 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       opts.mta ? undefined : { settings: mtaOptions(config), logLevel: config.logLevel },
       config.renderThreadNice,
     ));
-    ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render));
+    // The MX's mailauth checks on their own threads, each with a resolver built from the config; an injected
+    // resolver (ContextOptions.dns) cannot be handed to a thread, so then they run on this one.
+    const inlineLookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
+    const auth = (authPool = new InboundAuthPool(opts.dns ? 0 : config.inboundAuthThreads, { dnsServers: config.dnsServers, dnsTimeoutMs: config.dnsTimeoutMs }, (input) => checkMessage(input, inlineLookup), ctx.log.child({ component: 'mx' })));
+    // One receiver for the MX and for mail the box sends to addresses it serves (services/local-delivery.ts).
+    const receiver = createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore), auth);
+    ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render, createLocalDelivery(ctx, ctx.mailstore, receiver)));
     setTextDeriver(ctx, (html) => render.htmlToText(html));
     const webhookSender = new WebhookSender(config.webhookTimeoutMs);
     const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
@@ -97,11 +104,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
-    // The MX's mailauth checks on their own threads, each with a resolver built from the config; an injected
-    // resolver (ContextOptions.dns) cannot be handed to a thread, so then they run on this one.
-    const inlineLookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
-    const auth = (authPool = new InboundAuthPool(opts.dns ? 0 : config.inboundAuthThreads, { dnsServers: config.dnsServers, dnsTimeoutMs: config.dnsTimeoutMs }, (input) => checkMessage(input, inlineLookup), ctx.log.child({ component: 'mx' })));
-    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver: createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore), auth) });
+    mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver });
     ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
     const mxListener = mx;
     const loginGuards = new SmtpGuards(ctx.clock);

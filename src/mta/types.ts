@@ -35,8 +35,11 @@ export interface RecipientOutcome {
 }
 
 export interface RouteTaken {
-  /** direct: the recipient domain's MX; relay: a smarthost (the global one or a named route). */
-  kind: 'direct' | 'relay';
+  /**
+   * direct: the recipient domain's MX; relay: a smarthost (the global one or a named route); local: an address
+   * this box serves, delivered without leaving it (services/local-delivery.ts).
+   */
+  kind: 'direct' | 'relay' | 'local';
   /** Name of the route rule that chose a relay, or "default". */
   name: string;
   /** Host and port the message went to (the last one tried). */

@@ -18,6 +18,7 @@ import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
 import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
+import type { LocalDelivery, LocalRecipient } from './local-delivery.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
 
 /**
@@ -105,7 +106,7 @@ const GATHER_MS = 4;
 const MAX_BATCH = 200;
 
 /** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
-export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool): JobHandler {
+export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool, local?: LocalDelivery): JobHandler {
   const reads = readsOf(ctx.db);
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
@@ -206,14 +207,16 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     let results: DeliveryResult[] = [];
     let failure: string | undefined;
     let raw: Buffer | undefined;
+    const remote = destinations(pending);
+    const here = email.mode === 'test' || !local ? [] : await takeLocal(local, remote);
     if (!key) {
       failure = 'The sending domain was removed before the email could be sent';
     } else {
       try {
         const { message, signer } = renderInput(loaded, key);
-        if (email.mode !== 'test' && renderer.delivers) {
+        if (email.mode !== 'test' && renderer.delivers && here.length === 0) {
           // The thread that builds and signs the message also runs its SMTP transactions (render-pool.ts).
-          const deliveries = [...destinations(pending)].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode }));
+          const deliveries = [...remote].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode }));
           results = await renderer.renderAndDeliver(message, signer, started, deliveries, ctx.clock.now());
         } else {
           raw = await renderer.render(message, signer, started);
@@ -227,13 +230,14 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     }
     if (raw && key) {
       const message = raw;
-      results = await Promise.all(
-        [...destinations(pending)].map(([domain, addresses]) =>
+      results = await Promise.all([
+        ...[...remote].map(([domain, addresses]) =>
           email.mode === 'test'
             ? simulateDelivery(addresses, attempt)
             : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
         ),
-      );
+        ...(here.length > 0 && local ? [local.deliver(message, returnPath(email), here)] : []),
+      ]);
     }
 
     const at = ctx.clock.now();
@@ -245,6 +249,20 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
     return FINISHED;
   };
+}
+
+/** Takes the recipients this box serves itself out of `remote` (emptied domains go): they are delivered locally. */
+async function takeLocal(local: LocalDelivery, remote: Map<string, string[]>): Promise<LocalRecipient[]> {
+  const here: LocalRecipient[] = [];
+  for (const [domain, addresses] of remote) {
+    const found = await local.recipients(domain, addresses);
+    if (found.length === 0) continue;
+    here.push(...found);
+    const left = addresses.filter((a) => !found.some((f) => f.address === a));
+    if (left.length > 0) remote.set(domain, left);
+    else remote.delete(domain);
+  }
+  return here;
 }
 
 /** Pending recipients by destination domain: one SMTP transaction each. */
@@ -323,7 +341,7 @@ function outcomeWrites(
     for (const [response, to] of byResponse) {
       timeline.push(timelineRow(email, at, 'sent', { recipients: to, response, ...routeData }));
       events.push(emailEventRow(email, at, 'email.sent', { recipients: to }));
-      if (route.kind === 'direct') {
+      if (route.kind !== 'relay') {
         timeline.push(timelineRow(email, at, 'delivered', { recipients: to, response, ...routeData }));
         events.push(emailEventRow(email, at, 'email.delivered', { recipients: to }));
       }
