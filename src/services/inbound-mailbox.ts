@@ -4,7 +4,10 @@
 //   - DMARC junk (MAIL_INBOUND_DMARC_REJECT=junk, or p=quarantine): copies go to Junk whatever the filters say.
 //   - A mailbox over its quota refuses the whole message (452 4.2.2, the sender retries later): nothing is
 //     stored for anyone, so a retry makes no duplicates. Full mailboxes are refused at RCPT already.
-//   - Forward loops: a message that already carries our X-Forwarded-By for the mailbox is not forwarded again.
+//   - Forward loops: a forward's X-Forwarded-By lists every mailbox of ours that forwarded it so far (those of
+//     the message it carries, then its own), and a message that lists the mailbox is not forwarded again: A to B
+//     to A stops at A, however many mailboxes the ring has (before, each forward named only its own mailbox,
+//     so A→B→A went round for ever, each turn wrapping the last).
 import type { AppContext } from '../context.js';
 import { AppError } from '../core/errors.js';
 import { parseHeaders } from '../mailstore/headers.js';
@@ -24,13 +27,20 @@ export class MailboxFullError extends Error {
 /** True when the mailbox cannot take `size` more bytes (0 = unlimited). */
 export const isFull = (a: MailboxAccount, size = 1) => a.quotaBytes > 0 && a.usedBytes + size > a.quotaBytes;
 
+/** The X-Forwarded-By of a forward by `address`: the mailboxes before it, then it (the latest that fit a header value). */
+function forwardChain(before: string[], address: string): string {
+  const chain = [...new Set([...before, address.toLowerCase()])];
+  while (chain.length > 1 && chain.join(', ').length > 1000) chain.shift();
+  return chain.join(', ');
+}
+
 export function createMailboxDelivery(ctx: AppContext, store: MailStore): MailboxDelivery {
   const log = ctx.log.child({ component: 'mx' });
   const directory = directoryOf(ctx);
 
   async function forward(account: MailboxAccount, to: string[], raw: Buffer, headers: Map<string, string[]>): Promise<void> {
-    const forwardedBy = (headers.get(FORWARDED_BY_HEADER.toLowerCase()) ?? []).map((v) => v.toLowerCase());
-    if (forwardedBy.includes(account.address)) {
+    const forwardedBy = (headers.get(FORWARDED_BY_HEADER.toLowerCase()) ?? []).flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase()).filter(Boolean);
+    if (forwardedBy.includes(account.address.toLowerCase())) {
       log.warn({ mailbox: account.id }, 'filter forward skipped: the message was already forwarded by this mailbox (loop)');
       return;
     }
@@ -42,7 +52,7 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
       to: [address],
       subject: /^fwd?:/i.test(subject) ? subject : `Fwd: ${subject}`.trim(),
       text: `Forwarded by a filter of ${account.address}.\n\nFrom: ${from}\nSubject: ${subject}\n\nThe original message is attached.`,
-      headers: { [FORWARDED_BY_HEADER]: account.address, ...(messageId ? { References: messageId.slice(0, 1024) } : {}) },
+      headers: { [FORWARDED_BY_HEADER]: forwardChain(forwardedBy, account.address), ...(messageId ? { References: messageId.slice(0, 1024) } : {}) },
       attachments: [{ filename: 'forwarded-message.eml', content: raw.toString('base64'), content_type: 'message/rfc822' }],
     }));
     const results = await sendEmails(ctx, { teamId: account.teamId, apiKeyId: null, mode: 'live' }, inputs);

@@ -93,6 +93,25 @@ t.test('local delivery', async (t) => {
     t.equal((await inbox(tiny)).length, 1, 'not stored');
   });
 
+  // Local delivery runs a forward ring at the queue's speed; before, each forward named only its own mailbox in
+  // X-Forwarded-By, so A→B→A went round for ever (each turn wrapping the last one as an attachment).
+  t.test('a ring of filter forwards (carol → dave → carol) stops where it began', async (t) => {
+    const carol = await mailbox('carol@corp.example');
+    const dave = await mailbox('dave@corp.example');
+    const forwardTo = (to: string) => ({ rules: [{ conditions: [{ field: 'subject', op: 'contains', value: 'ring' }], actions: [{ type: 'forward', to }] }] });
+    t.equal((await app.request('PUT', `/mailboxes/${carol}/filters`, { body: forwardTo('dave@corp.example') })).status, 200);
+    t.equal((await app.request('PUT', `/mailboxes/${dave}/filters`, { body: forwardTo('carol@corp.example') })).status, 200);
+    const res = await app.request<{ id: string }>('POST', '/emails', { body: { from: 'alice@corp.example', to: ['carol@corp.example'], subject: 'ring', text: 'round and round' } });
+    t.equal(res.status, 202);
+    const drained = await Promise.race([app.appliance.ctx.jobs.drain(), new Promise<'looping'>((r) => setTimeout(() => r('looping'), 20_000).unref())]);
+    t.not(drained, 'looping', 'the queue comes to rest');
+    const subjects = async (id: number) => Promise.all((await inbox(id)).map(async (raw) => (await simpleParser(raw)).subject));
+    t.same(await subjects(carol), ['ring', 'Fwd: ring'], 'carol: the original, and dave’s forward (not forwarded again)');
+    t.same(await subjects(dave), ['Fwd: ring'], 'dave: carol’s forward');
+    const [back] = (await inbox(carol)).slice(1);
+    t.match(back!.toString(), /\r\nX-Forwarded-By: carol@corp\.example, dave@corp\.example\r\n/, 'the chain so far');
+  });
+
   t.test('a domain added but not verified is not taken for local: its mail goes out by MX', async (t) => {
     const created = await app.request<{ id: string }>('POST', '/domains', { body: { name: 'claimed.example' } });
     t.equal(created.status, 201);
