@@ -230,14 +230,18 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     }
     if (raw && key) {
       const message = raw;
-      results = await Promise.all([
-        ...[...remote].map(([domain, addresses]) =>
+      results = await Promise.all(
+        [...remote].map(([domain, addresses]) =>
           email.mode === 'test'
             ? simulateDelivery(addresses, attempt)
             : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
         ),
-        ...(here.length > 0 && local ? [local.deliver(message, returnPath(email), here)] : []),
-      ]);
+      );
+      // Local copies last: stored at once, they are recorded with the others right after; were they stored
+      // while a remote domain kept the attempt waiting (up to the SMTP timeout), a crash then would leave them
+      // pending and the rerun would store them again. (Between storing and recording, as at the MX between
+      // storing and answering 250, a crash still means a second copy: at least once.)
+      if (here.length > 0 && local) results.push(await local.deliver(message, returnPath(email), here));
     }
 
     const at = ctx.clock.now();

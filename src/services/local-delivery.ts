@@ -57,13 +57,24 @@ export function createLocalDelivery(ctx: AppContext, store: MailStore, receiver:
     return local;
   }
 
+  const outcome = (address: string, o: Omit<RecipientOutcome, 'recipient'>): RecipientOutcome => ({ recipient: address, ...o });
+  const mailboxFull = (address: string) => outcome(address, { status: 'deferred', code: '4.2.2', category: 'mailbox_full', reply: { code: 452, enhanced: '4.2.2', message: '4.2.2 Mailbox full, try again later' } });
+
   async function deliver(raw: Buffer, envelopeFrom: string, to: LocalRecipient[]): Promise<DeliveryResult> {
-    const outcome = (address: string, o: Omit<RecipientOutcome, 'recipient'>): RecipientOutcome => ({ recipient: address, ...o });
     const full = to.filter((r) => 'full' in r);
     const routes = to.flatMap((r) => ('route' in r ? [r.route] : []));
-    const mailboxFull = (address: string) => outcome(address, { status: 'deferred', code: '4.2.2', category: 'mailbox_full', reply: { code: 452, enhanced: '4.2.2', message: '4.2.2 Mailbox full, try again later' } });
     const outcomes = full.map((r) => mailboxFull(r.address));
     if (routes.length === 0) return { route, outcomes };
+    return { route, outcomes: [...outcomes, ...(await receive(raw, envelopeFrom, routes))] };
+  }
+
+  /**
+   * One receiver call for all of them (one stored copy). A mailbox the message would push over its quota refuses
+   * the whole call, storing nothing (the MX's rule for one transaction); here each recipient then goes on its own,
+   * so that only those mailboxes wait.
+   */
+  async function receive(raw: Buffer, envelopeFrom: string, routes: LocalRoute[]): Promise<RecipientOutcome[]> {
+    const outcomes: RecipientOutcome[] = [];
     const addresses = routes.map((r) => r.address);
     try {
       const result = await receiver.receive({ raw, mailFrom: envelopeFrom, routes, client: { ip: '127.0.0.1', helo: hostname, tls: true }, notices: {} });
@@ -77,13 +88,15 @@ export function createLocalDelivery(ctx: AppContext, store: MailStore, receiver:
         }
       }
     } catch (err) {
-      // As at the MX's end of DATA: the message would push a mailbox over its quota, so none is stored.
-      if (err instanceof MailboxFullError) return { route, outcomes: [...outcomes, ...addresses.map(mailboxFull)] };
+      if (err instanceof MailboxFullError) {
+        if (routes.length === 1) return [mailboxFull(routes[0]!.address)];
+        return (await Promise.all(routes.map((r) => receive(raw, envelopeFrom, [r])))).flat();
+      }
       ctx.log.error({ err, recipients: addresses }, 'local delivery failed; it will be retried');
       const message = `4.3.0 Local delivery failed: ${err instanceof Error ? err.message : String(err)}`;
       for (const address of addresses) outcomes.push(outcome(address, { status: 'deferred', code: '4.3.0', category: 'unknown', reply: { code: 451, enhanced: '4.3.0', message } }));
     }
-    return { route, outcomes };
+    return outcomes;
   }
 
   return { recipients, deliver };

@@ -86,11 +86,14 @@ t.test('local delivery', async (t) => {
     const tiny = await mailbox('tiny@corp.example', 3000);
     await send(['tiny@corp.example'], 'First');
     t.equal((await inbox(tiny)).length, 1, 'the first fits');
-    const id = await send(['tiny@corp.example'], 'Second');
-    const r = (await detail(id)).recipients[0]!;
-    t.equal(r.status, 'deferred');
-    t.match(r.message, /^4\.2\.2 Mailbox full/);
+    const bobHad = (await inbox(bob)).length;
+    const id = await send(['tiny@corp.example', 'bob@corp.example'], 'Second');
+    const [r, other] = (await detail(id)).recipients;
+    t.equal(r!.status, 'deferred');
+    t.match(r!.message, /^4\.2\.2 Mailbox full/);
     t.equal((await inbox(tiny)).length, 1, 'not stored');
+    t.equal(other!.status, 'delivered', 'a colleague with room is not held back');
+    t.equal((await inbox(bob)).length, bobHad + 1, "bob's copy stored");
   });
 
   // Local delivery runs a forward ring at the queue's speed; before, each forward named only its own mailbox in
@@ -110,6 +113,26 @@ t.test('local delivery', async (t) => {
     t.same(await subjects(dave), ['Fwd: ring'], 'dave: carol’s forward');
     const [back] = (await inbox(carol)).slice(1);
     t.match(back!.toString(), /\r\nX-Forwarded-By: carol@corp\.example, dave@corp\.example\r\n/, 'the chain so far');
+  });
+
+  // Dropping the oldest entries of a chain too long for its header would drop the mailbox that began the ring.
+  t.test('a ring too long for X-Forwarded-By stops where the chain no longer fits', async (t) => {
+    const long = `${'d'.repeat(60)}.example`;
+    await addVerifiedDomain(app, dns, long);
+    const addr = (i: number) => `${String(i).padStart(2, '0')}${'m'.repeat(54)}@${long}`; // 125 characters
+    const ids: number[] = [];
+    for (let i = 0; i < 8; i++) ids.push(await mailbox(addr(i)));
+    for (let i = 0; i < 8; i++) {
+      const body = { rules: [{ conditions: [{ field: 'subject', op: 'contains', value: 'long ring' }], actions: [{ type: 'forward', to: addr((i + 1) % 8) }] }] };
+      t.equal((await app.request('PUT', `/mailboxes/${ids[i]}/filters`, { body })).status, 200);
+    }
+    const res = await app.request('POST', '/emails', { body: { from: 'alice@corp.example', to: [addr(0)], subject: 'long ring', text: 'round' } });
+    t.equal(res.status, 202);
+    const drained = await Promise.race([app.appliance.ctx.jobs.drain(), new Promise<'looping'>((r) => setTimeout(() => r('looping'), 20_000).unref())]);
+    t.not(drained, 'looping', 'the queue comes to rest');
+    // 00 … 06 forward (a chain of 7 × 125 characters and separators fits in 1,000); 07's chain of 8 would not.
+    t.equal((await inbox(ids[7]!)).length, 1, 'the last mailbox got the forward');
+    t.equal((await inbox(ids[0]!)).length, 1, 'and did not forward it on: the first mailbox has only the original');
   });
 
   t.test('a domain added but not verified is not taken for local: its mail goes out by MX', async (t) => {
