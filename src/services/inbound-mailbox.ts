@@ -6,8 +6,9 @@
 //     stored for anyone, so a retry makes no duplicates. Full mailboxes are refused at RCPT already.
 //   - Forward loops: a forward's X-Forwarded-By lists every mailbox of ours that forwarded it so far (those of
 //     the message it carries, then its own), and a message that lists the mailbox is not forwarded again: A to B
-//     to A stops at A, however many mailboxes the ring has (before, each forward named only its own mailbox,
-//     so A→B→A went round for ever, each turn wrapping the last).
+//     to A stops at A (before, each forward named only its own mailbox, so A→B→A went round for ever, each turn
+//     wrapping the last). A chain too long for one header value (MAX_FORWARD_CHAIN characters) is not
+//     forwarded further either: dropping its oldest entries would drop the mailbox that began the ring.
 import type { AppContext } from '../context.js';
 import { AppError } from '../core/errors.js';
 import { parseHeaders } from '../mailstore/headers.js';
@@ -18,6 +19,8 @@ import type { MailboxDelivery } from './inbound.js';
 import { directoryOf } from './inbound-directory.js';
 
 export const FORWARDED_BY_HEADER = 'X-Forwarded-By';
+/** Longest X-Forwarded-By a forward carries (a header value is at most 1,024 characters on the send path). */
+const MAX_FORWARD_CHAIN = 1000;
 
 /** The store refused for quota: the adapter answers 452 4.2.2. */
 export class MailboxFullError extends Error {
@@ -26,13 +29,6 @@ export class MailboxFullError extends Error {
 
 /** True when the mailbox cannot take `size` more bytes (0 = unlimited). */
 export const isFull = (a: MailboxAccount, size = 1) => a.quotaBytes > 0 && a.usedBytes + size > a.quotaBytes;
-
-/** The X-Forwarded-By of a forward by `address`: the mailboxes before it, then it (the latest that fit a header value). */
-function forwardChain(before: string[], address: string): string {
-  const chain = [...new Set([...before, address.toLowerCase()])];
-  while (chain.length > 1 && chain.join(', ').length > 1000) chain.shift();
-  return chain.join(', ');
-}
 
 export function createMailboxDelivery(ctx: AppContext, store: MailStore): MailboxDelivery {
   const log = ctx.log.child({ component: 'mx' });
@@ -44,6 +40,11 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
       log.warn({ mailbox: account.id }, 'filter forward skipped: the message was already forwarded by this mailbox (loop)');
       return;
     }
+    const chain = [...forwardedBy, account.address.toLowerCase()].join(', ');
+    if (chain.length > MAX_FORWARD_CHAIN) {
+      log.warn({ mailbox: account.id, forwards: forwardedBy.length }, 'filter forward skipped: forwarded by too many mailboxes already (a loop?)');
+      return;
+    }
     const subject = headers.get('subject')?.[0] ?? '';
     const from = headers.get('from')?.[0] ?? '(unknown sender)';
     const messageId = headers.get('message-id')?.[0];
@@ -52,7 +53,7 @@ export function createMailboxDelivery(ctx: AppContext, store: MailStore): Mailbo
       to: [address],
       subject: /^fwd?:/i.test(subject) ? subject : `Fwd: ${subject}`.trim(),
       text: `Forwarded by a filter of ${account.address}.\n\nFrom: ${from}\nSubject: ${subject}\n\nThe original message is attached.`,
-      headers: { [FORWARDED_BY_HEADER]: forwardChain(forwardedBy, account.address), ...(messageId ? { References: messageId.slice(0, 1024) } : {}) },
+      headers: { [FORWARDED_BY_HEADER]: chain, ...(messageId ? { References: messageId.slice(0, 1024) } : {}) },
       attachments: [{ filename: 'forwarded-message.eml', content: raw.toString('base64'), content_type: 'message/rfc822' }],
     }));
     const results = await sendEmails(ctx, { teamId: account.teamId, apiKeyId: null, mode: 'live' }, inputs);
