@@ -26,6 +26,12 @@ export interface InboundClient {
   tls: boolean;
   /** MAIL FROM carried SMTPUTF8 (RFC 6531). */
   smtpUtf8?: boolean;
+  /**
+   * Mail the box itself sends to an address it serves (services/local-delivery.ts): its sender was authenticated
+   * when it was accepted (an API key, SMTP AUTH, the box's own mail) and it is checked from 127.0.0.1, which no
+   * SPF record names, so DMARC's verdict is recorded but never refuses it or files it as junk.
+   */
+  local?: boolean;
 }
 
 /** What the adapter read from a message sent to our own addresses (pure parsers in src/smtp/reports/). */
@@ -119,7 +125,8 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const summary = summarize(auth, authHeaders.replace(/\r?\n[ \t]*/g, ' ').trim());
 
     const dmarc = auth?.dmarc;
-    const dmarcReject = Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'reject');
+    const enforced = !message.client.local;
+    const dmarcReject = enforced && Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'reject');
     if (dmarcReject && ctx.config.inboundDmarcReject === 'refuse') {
       // A failure that rests on a look-up the DNS did not answer (an SPF temperror, a DKIM key not fetched)
       // is not a verdict (RFC 7208 §2.6.6, RFC 6376 §6.1.2): the sender is asked to try again, not refused
@@ -132,7 +139,7 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
       log.info({ queueId, from: message.mailFrom, domain: dmarc ? dmarc.domain : null }, 'refused: DMARC policy reject');
       return { status: 'refused', reason: 'dmarc_reject', message: `Message refused: it fails DMARC and ${dmarc?.domain ?? 'its domain'} publishes p=reject` };
     }
-    const junk = dmarcReject || Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'quarantine');
+    const junk = dmarcReject || (enforced && Boolean(dmarc && dmarc.result === 'fail' && dmarc.policy === 'quarantine'));
 
     const rcpts = message.routes.map((r) => r.address);
     // The "with" protocol (IANA Mail Transmission Types): ESMTP, ESMTPS (RFC 3848), and UTF8SMTP, UTF8SMTPS for

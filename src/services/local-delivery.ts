@@ -77,15 +77,14 @@ export function createLocalDelivery(ctx: AppContext, store: MailStore, receiver:
     const outcomes: RecipientOutcome[] = [];
     const addresses = routes.map((r) => r.address);
     try {
-      const result = await receiver.receive({ raw, mailFrom: envelopeFrom, routes, client: { ip: '127.0.0.1', helo: hostname, tls: true }, notices: {} });
+      const result = await receiver.receive({ raw, mailFrom: envelopeFrom, routes, client: { ip: '127.0.0.1', helo: hostname, tls: true, local: true }, notices: {} });
       for (const address of addresses) {
-        if (result.status === 'accepted') {
-          outcomes.push(outcome(address, { status: 'delivered', code: '2.0.0', reply: { code: 250, enhanced: '2.0.0', message: `2.0.0 Ok: delivered on this box as ${result.queueId}` } }));
-        } else if (result.status === 'refused') {
-          outcomes.push(outcome(address, { status: 'bounced', code: '5.7.1', category: 'policy', reply: { code: 550, enhanced: '5.7.1', message: `5.7.1 ${result.message}` } }));
-        } else {
-          outcomes.push(outcome(address, { status: 'deferred', code: '4.7.0', category: 'policy', reply: { code: 451, enhanced: '4.7.0', message: `4.7.0 ${result.message}` } }));
-        }
+        // A local message is never refused for DMARC (inbound.ts, `local`): anything but accepted is a surprise.
+        outcomes.push(
+          result.status === 'accepted'
+            ? outcome(address, { status: 'delivered', code: '2.0.0', reply: { code: 250, enhanced: '2.0.0', message: `2.0.0 Ok: delivered on this box as ${result.queueId}` } })
+            : outcome(address, { status: 'deferred', code: '4.7.0', category: 'policy', reply: { code: 451, enhanced: '4.7.0', message: `4.7.0 ${result.message}` } }),
+        );
       }
     } catch (err) {
       if (err instanceof MailboxFullError) {

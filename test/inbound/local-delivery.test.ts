@@ -72,6 +72,24 @@ t.test('local delivery', async (t) => {
     t.match(String(local?.data.response), /^2\.0\.0 Ok: delivered on this box as \w+/);
   });
 
+  // Checked from 127.0.0.1, which no SPF record names: with its DKIM key broken in DNS, the domain's own mail
+  // fails DMARC here, and under p=reject the MX's rule would have refused it.
+  t.test('DMARC is recorded for a local copy but never refuses it or files it as junk', async (t) => {
+    const domain = await addVerifiedDomain(app, dns, 'strict.example');
+    await app.request('POST', '/mailboxes', { body: { address: 'eve@strict.example', password: 'correct horse battery' } });
+    const dkim = domain.dns_records.find((r) => r.type === 'TXT' && r.name.includes('._domainkey.'))!;
+    dns.set('TXT', dkim.name, ['v=DKIM1; k=rsa; p=MFwwDQYJKoZIhvcNAQEBBQADSwAwSAJBAKk3']);
+    dns.set('TXT', 'strict.example', ['v=spf1 ip4:192.0.2.1 -all']);
+    dns.set('TXT', '_dmarc.strict.example', ['v=DMARC1; p=reject']);
+    const res = await app.request<{ id: string }>('POST', '/emails', { body: { from: 'boss@strict.example', to: ['eve@strict.example'], subject: 'Strict', text: 'x' } });
+    await app.appliance.ctx.jobs.drain();
+    t.equal((await detail(res.body.id)).status, 'delivered');
+    const eve = (await app.request<{ data: Array<{ id: number; address: string }> }>('GET', '/mailboxes')).body.data.find((m) => m.address === 'eve@strict.example')!;
+    const [raw] = await inbox(eve.id);
+    t.match(raw?.toString(), /Authentication-Results: mx\.appliance\.test;.*dmarc=fail/s, 'the verdict is in the header');
+    t.equal((await store.getFolder(eve.id, 'Junk'))?.id ? (await store.listMessages((await store.getFolder(eve.id, 'Junk'))!.id)).length : 0, 0, 'not in Junk');
+  });
+
   t.test('a domain whose inbound mail goes to webhooks gets an inbound email', async (t) => {
     await addInboundDomain(app, dns, 'hooks.example', 'webhook');
     const before = sink.accepted.length;
