@@ -3,10 +3,11 @@
 import type { Test } from 'tap';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { TEST_HOSTNAME } from './app.js';
+import { newToken } from '../../src/services/api-keys.js';
+import { makeDataDir, TEST_HOSTNAME } from './app.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -34,6 +35,17 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) base[k] = v;
   return { ...base, ...ALL_PORTS_FREE, ...TEST_DEFAULTS, ...env };
+}
+
+/**
+ * The environment of an appliance process a test kills and starts again: childEnv plus `env`, a fresh data
+ * directory (removed at teardown) and a bootstrap API key, which it returns with the directory.
+ */
+export function restartableEnv(t: Test, env: Record<string, string>): { env: NodeJS.ProcessEnv; apiKey: string; dataDir: string } {
+  const dataDir = makeDataDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const apiKey = newToken('live');
+  return { env: childEnv({ MAIL_DATA_DIR: dataDir, MAIL_BOOTSTRAP_API_KEY: apiKey, ...env }), apiKey, dataDir };
 }
 
 export interface Exit {

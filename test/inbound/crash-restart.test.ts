@@ -2,12 +2,10 @@
 // a message is answered 250, the process is SIGKILLed at once (no handler runs, nothing is flushed), and
 // after a restart on the same data directory the message is there: in the mailbox and as an inbound email.
 import t, { type Test } from 'tap';
-import { rmSync } from 'node:fs';
-import { newToken } from '../../src/services/api-keys.js';
-import { makeDataDir, request } from '../helpers/app.js';
+import { request } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
-import { ApplianceProcess, childEnv } from '../helpers/process.js';
+import { ApplianceProcess, restartableEnv } from '../helpers/process.js';
 import { buildMessage, smtpSend } from './support.js';
 
 t.setTimeout(300_000);
@@ -20,12 +18,7 @@ const start = async (t: Test, env: NodeJS.ProcessEnv) => {
 t.test('a message answered 250 survives a SIGKILL right after', async (t) => {
   const dns = await startDns();
   t.teardown(() => dns.stop());
-  const dataDir = makeDataDir();
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const apiKey = newToken('live');
-  const env = childEnv({
-    MAIL_DATA_DIR: dataDir,
-    MAIL_BOOTSTRAP_API_KEY: apiKey,
+  const { env, apiKey } = restartableEnv(t, {
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',
     MAIL_RATE_LIMITS: 'off',

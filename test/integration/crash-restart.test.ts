@@ -23,7 +23,7 @@ import { newToken } from '../../src/services/api-keys.js';
 import { makeDataDir, request, startTestApp, TEST_HOSTNAME, type TestApp, type TestResponse } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
-import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
+import { ApplianceProcess, restartableEnv, until } from '../helpers/process.js';
 
 // The process cases start real processes (tsx compiles the sources on the fly); machines are shared.
 t.setTimeout(600_000);
@@ -172,18 +172,15 @@ async function storeState(dataDir: string): Promise<{ db: Db; jobs: Array<{ id: 
 const jobOf = <J extends { payload: string }>(jobs: J[], emailRowId: number): J | undefined =>
   jobs.find((j) => (JSON.parse(j.payload) as { emailId: number }).emailId === emailRowId);
 
-function processEnv(dataDir: string, apiKey: string, dns: TestDns, mx: RemoteMx): NodeJS.ProcessEnv {
-  return childEnv({
-    MAIL_DATA_DIR: dataDir,
-    MAIL_API_PORT: '0',
-    MAIL_BOOTSTRAP_API_KEY: apiKey,
+function processEnv(dns: TestDns, mx: RemoteMx): Record<string, string> {
+  return {
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',
     MAIL_RATE_LIMITS: 'off', // the test polls faster than the edge limits allow
     MAIL_OUTBOUND_PORT: String(mx.port),
     MAIL_DELIVERY_CONCURRENCY: '2',
     MAIL_CONNECTIONS_PER_HOST: '2',
-  });
+  };
 }
 
 // ------------------------------------------------------------------------------------------------ tests
@@ -260,10 +257,7 @@ t.test('crash and restart', async (t) => {
   t.test('killed (SIGKILL) with deliveries in flight before the MX answered: every email delivered exactly once after a restart', async (t) => {
     const mx = await startRemoteMx();
     t.teardown(() => mx.close());
-    const dataDir = makeDataDir();
-    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-    const apiKey = newToken('live');
-    const env = processEnv(dataDir, apiKey, dns, mx);
+    const { env, apiKey, dataDir } = restartableEnv(t, processEnv(dns, mx));
 
     const first = new ApplianceProcess(t, env);
     const port1 = await first.port();
@@ -301,10 +295,7 @@ t.test('crash and restart', async (t) => {
   t.test('killed after the MX answered 250 but before the outcome was recorded: delivered, at least once and at most twice', async (t) => {
     const mx = await startRemoteMx();
     t.teardown(() => mx.close());
-    const dataDir = makeDataDir();
-    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-    const apiKey = newToken('live');
-    const env = processEnv(dataDir, apiKey, dns, mx);
+    const { env, apiKey, dataDir } = restartableEnv(t, processEnv(dns, mx));
 
     const first = new ApplianceProcess(t, env);
     const port1 = await first.port();

@@ -4,13 +4,11 @@
 // rerun after a SIGKILL left two copies in the mailbox.
 import t, { type Test } from 'tap';
 import net from 'node:net';
-import { rmSync } from 'node:fs';
 import { ImapFlow } from 'imapflow';
-import { newToken } from '../../src/services/api-keys.js';
-import { makeDataDir, request } from '../helpers/app.js';
+import { request } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';
-import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
+import { ApplianceProcess, restartableEnv, until } from '../helpers/process.js';
 
 t.setTimeout(300_000);
 
@@ -40,12 +38,7 @@ t.test('a local recipient is not delivered twice when the job reruns after a cra
   });
   dns.set('MX', 'dest.example', [{ exchange: 'mx.dest.example', priority: 10 }]);
   dns.set('A', 'mx.dest.example', ['127.0.0.1']);
-  const dataDir = makeDataDir();
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const apiKey = newToken('live');
-  const env = childEnv({
-    MAIL_DATA_DIR: dataDir,
-    MAIL_BOOTSTRAP_API_KEY: apiKey,
+  const { env, apiKey } = restartableEnv(t, {
     MAIL_DNS_SERVERS: `${dns.server.host}:${dns.server.port}`,
     MAIL_DNS_TIMEOUT_MS: '1000',
     MAIL_RATE_LIMITS: 'off',

@@ -9,7 +9,7 @@ import { FakeClock, SECOND } from '../../src/core/clock.js';
 import { openDatabase } from '../../src/db/index.js';
 import { newToken } from '../../src/services/api-keys.js';
 import { makeDataDir, request, startTestApp } from '../helpers/app.js';
-import { ApplianceProcess, childEnv, until } from '../helpers/process.js';
+import { ApplianceProcess, restartableEnv, until } from '../helpers/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 t.setTimeout(600_000);
@@ -77,12 +77,7 @@ t.test('stopped with a retry due, a delivery held by a dead worker and an event 
 t.test('killed (SIGKILL) with deliveries in flight: each delivery answered 2xx exactly once after the restart', async (t) => {
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
-  const dataDir = makeDataDir();
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const apiKey = newToken('live');
-  const env = childEnv({
-    MAIL_DATA_DIR: dataDir,
-    MAIL_BOOTSTRAP_API_KEY: apiKey,
+  const { env, apiKey } = restartableEnv(t, {
     MAIL_WEBHOOK_ALLOW_PRIVATE: 'true',
     MAIL_WEBHOOK_TIMEOUT_MS: '60000',
   });
