@@ -3,6 +3,7 @@
 // memory at once. A client address is an IPv4 address, or the /64 of an IPv6 one (a subscriber usually holds a
 // whole /64, so counting single IPv6 addresses would not limit anyone).
 import net from 'node:net';
+import type tls from 'node:tls';
 import { ipv6Bytes } from './ip.js';
 
 export interface ConnectionCapLimits {
@@ -29,14 +30,16 @@ export function clientKey(address: string | undefined): string {
 
 /** Counts sockets in (until they close) under a total and a per-client cap. One object may serve several listeners. */
 export class ConnectionCaps {
-  private readonly byClient = new Map<string, number>();
-  private open = 0;
+  /** One unit per open socket. */
+  private readonly tally: ByteBudget;
 
-  constructor(readonly limits: ConnectionCapLimits) {}
+  constructor(readonly limits: ConnectionCapLimits) {
+    this.tally = new ByteBudget(limits.total, limits.perClient);
+  }
 
   /** Sockets counted in now. */
   get size(): number {
-    return this.open;
+    return this.tally.inUse;
   }
 
   /**
@@ -44,18 +47,10 @@ export class ConnectionCaps {
    * given and lower, stands for the per-client cap (a listener under stress).
    */
   admit(socket: net.Socket, perClient = this.limits.perClient): CapRefusal | null {
-    const key = clientKey(socket.remoteAddress);
-    const n = this.byClient.get(key) ?? 0;
-    if (this.open >= this.limits.total) return 'total';
-    if (n >= Math.min(perClient, this.limits.perClient)) return 'per-client';
-    this.open++;
-    this.byClient.set(key, n + 1);
-    socket.once('close', () => {
-      this.open--;
-      const left = (this.byClient.get(key) ?? 1) - 1;
-      if (left <= 0) this.byClient.delete(key);
-      else this.byClient.set(key, left);
-    });
+    const client = socket.remoteAddress ?? '';
+    if (this.tally.inUse >= this.limits.total) return 'total';
+    if (!this.tally.reserve(client, 1, perClient)) return 'per-client';
+    socket.once('close', () => this.tally.release(client, 1));
     return null;
   }
 }
@@ -152,12 +147,24 @@ export function refuseWith(line: string): (socket: net.Socket) => void {
   };
 }
 
+/**
+ * Ends the socket of every failed handshake on an implicit-TLS server. Node's `handshakeTimeout` only reports a
+ * handshake that never finishes: without this, a client that connects and sends nothing holds its socket for ever.
+ */
+export function endFailedHandshakes(server: tls.Server, report: (err: Error) => void): void {
+  server.on('tlsClientError', (err, socket) => {
+    report(err);
+    socket.destroy();
+  });
+}
+
 /** Refuses a socket without a word (implicit TLS: nothing can be said before the handshake). */
 export const refuseSilently = (socket: net.Socket): void => void socket.destroy();
 
 /**
  * Bytes held in memory at once (message data being received), all clients together and per client address. A
  * reservation that would pass either figure is refused whole; what was reserved is given back by the holder.
+ * (ConnectionCaps counts sockets with one, a unit each.)
  */
 export class ByteBudget {
   private used = 0;
@@ -173,11 +180,14 @@ export class ByteBudget {
     return this.used;
   }
 
-  /** Reserves `n` bytes for the client's address: false (and nothing reserved) when a figure would be passed. */
-  reserve(client: string, n: number): boolean {
+  /**
+   * Reserves `n` bytes for the client's address: false (and nothing reserved) when a figure would be passed.
+   * `perClient`, when given and lower, stands for the per-client figure.
+   */
+  reserve(client: string, n: number, perClient = this.perClient): boolean {
     const key = clientKey(client);
     const mine = this.byClient.get(key) ?? 0;
-    if (this.used + n > this.total || mine + n > this.perClient) return false;
+    if (this.used + n > this.total || mine + n > Math.min(perClient, this.perClient)) return false;
     this.used += n;
     this.byClient.set(key, mine + n);
     return true;

@@ -3,7 +3,7 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { TlsMaterial } from '../core/key-material.js';
-import { ByteBudget, capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
+import { ByteBudget, capConnections, ConnectionCaps, endFailedHandshakes, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import { ImapConnection } from './connection.js';
 import {
   IDLE_TIMEOUT_MS,
@@ -70,18 +70,15 @@ export class ImapServer {
   /** Listens with STARTTLS (`implicitTls` false) or implicit TLS; resolves with the bound address. */
   async listen(port: number, host: string, implicitTls: boolean): Promise<AddressInfo> {
     const handshakeTimeout = this.opts.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS;
-    const server = implicitTls
-      ? tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout }, (s) => this.accept(s, true))
-      : net.createServer((s) => this.accept(s, false));
-    server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
-    // Node's handshakeTimeout only reports a handshake that never finishes; the socket stays open until it is
-    // destroyed here (without this, a client that connects and sends nothing held its socket for ever).
+    let server: net.Server;
     if (implicitTls) {
-      server.on('tlsClientError', (err, socket) => {
-        this.opts.log.debug({ err }, 'imaps handshake failed');
-        socket.destroy();
-      });
+      const secure = tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout }, (s) => this.accept(s, true));
+      endFailedHandshakes(secure, (err) => this.opts.log.debug({ err }, 'imaps handshake failed'));
+      server = secure;
+    } else {
+      server = net.createServer((s) => this.accept(s, false));
     }
+    server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
     capConnections(server, this.caps, (socket, why) => (implicitTls ? refuseSilently(socket) : refuseWith(TOO_MANY[why])(socket)));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

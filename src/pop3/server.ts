@@ -7,7 +7,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { Logger } from '../core/logger.js';
 import type { TlsMaterial } from '../core/key-material.js';
-import { capConnections, ConnectionCaps, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
+import { capConnections, ConnectionCaps, endFailedHandshakes, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { errLine, parseCommand, POP3_LIMITS } from './protocol.js';
 import { MailboxLocks, Pop3Session, type Answer, type Pop3Store } from './session.js';
@@ -192,12 +192,8 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   const plain = net.createServer((socket) => void new Connection(socket, false, full, connections));
   const handshakeTimeout = opts.handshakeTimeoutMs ?? POP3_LIMITS.tlsHandshakeTimeoutMs;
   const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, handshakeTimeout }, (socket) => void new Connection(socket, true, full, connections));
-  // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on. Node only reports
-  // a handshake that times out; without the destroy, a client that connects and sends nothing held its socket for ever.
-  implicit.on('tlsClientError', (err, socket) => {
-    opts.log.debug({ err }, 'pop3s: TLS handshake failed');
-    socket.destroy();
-  });
+  // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on.
+  endFailedHandshakes(implicit, (err) => opts.log.debug({ err }, 'pop3s: TLS handshake failed'));
   // Counted from the TCP accept, both listeners together, before any handshake.
   const caps = new ConnectionCaps(opts.connectionCaps ?? { total: POP3_LIMITS.maxConnections, perClient: POP3_LIMITS.maxConnectionsPerClient });
   capConnections(plain, caps, (socket, why) => refuseWith(TOO_MANY[why])(socket));
