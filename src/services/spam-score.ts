@@ -39,7 +39,10 @@ interface Rule {
 
 interface Derived extends ScoredInput {
   visibleText: string;
+  /** The html's `<a href>` links, then the URLs written out in the text. */
   links: Array<{ href: string; text: string }>;
+  /** The html and the text, each with its own links and words (MANY_LINKS judges each part on its own). */
+  parts: Array<{ links: number; words: number }>;
   images: number;
 }
 
@@ -58,14 +61,43 @@ function hostOf(url: string): string | null {
 /** The links, images and visible text are read from the first MiB of each body (README, spam-preview). */
 export const SCORED_BODY_CHARS = 1024 * 1024;
 
+// A URL written out in the text: http://, https:// or www. (not glued to a word, an address or a path before
+// it) up to the next space, quote or angle bracket. Linear: a match takes its run greedily with nothing after it
+// to backtrack into, and the next search starts where it ended; trailing punctuation is trimmed by a loop
+// (a /[.,]+$/ would rescan a run of dots from each dot).
+const TEXT_URL = /(?<![\w@./-])(?:https?:\/\/|www\.)[^\s<>"']+/gi;
+const TRAILING_PUNCTUATION = '.,;:!?)]}';
+
+function findTextLinks(text: string): Array<{ href: string; text: string }> {
+  const links: Array<{ href: string; text: string }> = [];
+  for (const m of text.matchAll(TEXT_URL)) {
+    let end = m[0].length;
+    while (end > 0 && TRAILING_PUNCTUATION.includes(m[0][end - 1]!)) end--;
+    const url = m[0].slice(0, end);
+    links.push({ href: /^www\./i.test(url) ? `http://${url}` : url, text: url });
+  }
+  return links;
+}
+
+function wordCount(s: string): number {
+  return (s.match(/\S+/g) ?? []).length;
+}
+
 // Every scan of the body is linear (html-scan.ts) and bounded (SCORED_BODY_CHARS): a hostile body of any
 // size must not hold the event loop.
 function derive(input: ScoredInput): Derived {
   const html = (input.html ?? '').slice(0, SCORED_BODY_CHARS);
-  const links = findLinks(html);
+  const text = input.text?.slice(0, SCORED_BODY_CHARS);
+  const htmlLinks = findLinks(html);
+  const textLinks = findTextLinks(text ?? '');
+  const htmlText = stripTags(html, { replacement: ' ', dropScripts: true });
   const images = (html.match(/<img\b/gi) ?? []).length;
-  const visibleText = (input.text?.slice(0, SCORED_BODY_CHARS) ?? stripTags(html, { replacement: ' ', dropScripts: true })).replace(/\s+/g, ' ').trim();
-  return { ...input, links, images, visibleText };
+  const visibleText = (text ?? htmlText).replace(/\s+/g, ' ').trim();
+  const parts = [
+    { links: htmlLinks.length, words: wordCount(htmlText) },
+    { links: textLinks.length, words: wordCount(text ?? '') },
+  ];
+  return { ...input, links: [...htmlLinks, ...textLinks], parts, images, visibleText };
 }
 
 const RULES: Rule[] = [
@@ -74,17 +106,22 @@ const RULES: Rule[] = [
   {
     name: 'SUBJECT_ALL_CAPS',
     score: 1.5,
-    description: 'The subject is mostly capital letters',
+    description: 'The subject is mostly capital letters (8 or more letters with case, of any script, 80% or more of them capitals)',
     fires: (i) => {
-      const letters = i.subject.replace(/[^A-Za-z]/g, '');
-      return letters.length >= 8 && letters.replace(/[^A-Z]/g, '').length / letters.length >= 0.8;
+      const letters = i.subject.match(/[\p{Lu}\p{Ll}]/gu) ?? [];
+      return letters.length >= 8 && letters.filter((c) => /\p{Lu}/u.test(c)).length / letters.length >= 0.8;
     },
   },
   { name: 'SUBJECT_EXCLAMATIONS', score: 1, description: 'The subject shouts (!! or three or more exclamation marks)', fires: (i) => /!!/.test(i.subject) || (i.subject.match(/!/g) ?? []).length >= 3 },
   { name: 'NO_TEXT_PART', score: 0.5, description: 'HTML without a text version written by the sender (the box derives one)', fires: (i) => i.html !== undefined && i.text === undefined },
   { name: 'IMAGE_ONLY', score: 2, description: 'Images with almost no text (under 100 characters)', fires: (i) => i.images > 0 && i.visibleText.length < 100 },
   { name: 'LOW_TEXT_TO_IMAGE_RATIO', score: 1, description: 'Fewer than 400 characters of text per image', fires: (i) => i.images > 0 && i.visibleText.length >= 100 && i.visibleText.length / i.images < 400 },
-  { name: 'MANY_LINKS', score: 1, description: 'More than 20 links, or more than one link per 20 words of text', fires: (i) => i.links.length > 20 || (i.links.length > 3 && i.links.length > i.visibleText.split(' ').length / 20) },
+  {
+    name: 'MANY_LINKS',
+    score: 1,
+    description: 'The html or the text, each on its own, has more than 20 links, or 4 or more links and fewer than 20 words per link',
+    fires: (i) => i.parts.some((p) => p.links > 20 || (p.links > 3 && p.links > p.words / 20)),
+  },
   { name: 'URL_SHORTENER', score: 1.5, description: 'Links through a URL shortener hide their destination', fires: (i) => i.links.some((l) => SHORTENERS.test(hostOf(l.href) ?? '')) },
   {
     name: 'LINK_TEXT_MISMATCH',
