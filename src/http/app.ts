@@ -37,6 +37,9 @@ export interface HttpLimitOptions {
   perCredential?: boolean;
 }
 
+const methodNotAllowed = (method: string, path: string, allowed: string[]) =>
+  new AppError(405, 'method_not_allowed', `Method ${method} not allowed on ${path}`, { Allow: allowed.join(', ') });
+
 export function createHttpApp(app: AppContext, routes: Route[] = allRoutes, limits: HttpLimitOptions = {}): Koa {
   const koa = new Koa({ proxy: false });
   koa.silent = true; // errors are logged by errorHandler, once
@@ -49,12 +52,20 @@ export function createHttpApp(app: AppContext, routes: Route[] = allRoutes, limi
   if (limits.edge ?? app.config.rateLimits) koa.use(edgeLimit(app.clock));
   koa.use(errorHandler(app.log));
   koa.use(edgeBodyCap());
+  // A path that is a route of its own (POST /emails/batch) is not an id of a parameterised one (GET
+  // /emails/{id}): another method on it is a 405, not "Email not found".
+  const staticMethods = new Map<string, string[]>();
+  for (const r of routes) if (!r.path.includes('{')) staticMethods.set(r.path, [...(staticMethods.get(r.path) ?? []), r.method]);
+  koa.use(async (ctx, next) => {
+    const methods = staticMethods.get(ctx.path);
+    if (methods && !methods.includes(ctx.method) && !(ctx.method === 'HEAD' && methods.includes('GET'))) throw methodNotAllowed(ctx.method, ctx.path, methods);
+    await next();
+  });
   koa.use(router.routes());
   koa.use(async (ctx) => {
     const match = router.match(ctx.path, ctx.method);
     if (match.path.length > 0) {
-      const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
-      throw new AppError(405, 'method_not_allowed', `Method ${ctx.method} not allowed on ${ctx.path}`, { Allow: allowed.join(', ') });
+      throw methodNotAllowed(ctx.method, ctx.path, [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD'));
     }
     throw notFound(`Route not found: ${ctx.method} ${ctx.path}`);
   });

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document, generated from the same route declarations and zod schemas the router
 // validates with (OpenAPI 3.1 uses JSON Schema 2020-12, which is what zod emits).
 import { z } from 'zod';
+import { rateRuleFor } from '../limits/table.js';
 import type { Route } from './route.js';
 import { ErrorBody } from './schemas/common.js';
 
@@ -14,6 +15,8 @@ const ERROR_RESPONSES: Record<string, string> = {
   '409': 'Already exists (conflict)',
   '413': 'Body over 36 MB (payload_too_large)',
   '422': 'Well-formed but cannot be processed (unprocessable_entity)',
+  '429':
+    'Rate limit of the key (rate_limit_exceeded, with X-RateLimit-* and Retry-After) or, on the send routes, a sending quota (monthly_limit_exceeded, daily_limit_exceeded, send_limit_exceeded)',
 };
 
 /** Spec, Versioning: "The interface description carries the version `1.0`" (the interface's, not the software's). */
@@ -50,6 +53,7 @@ export function buildOpenApi(routes: Route[], version: string): Json {
       },
     };
     const errors = r.access === 'public' ? ['400'] : ['400', '401', '403', '404', '409', '413', '422'];
+    if (rateRuleFor(r.method, r.path)) errors.push('429');
     for (const code of errors) responses[code] = { description: ERROR_RESPONSES[code], content: { 'application/json': { schema: errorRef } } };
     const op: Json = {
       summary: r.summary,

@@ -28,6 +28,12 @@ t.test('API conventions', async (t) => {
     t.equal(res.body.code, 'method_not_allowed');
     t.match(res.headers.get('allow'), /GET/);
     t.match(res.headers.get('allow'), /POST/);
+    // A path that is a route of its own is not the id of a parameterised one (GET /emails/{id}).
+    for (const path of ['/emails/batch', '/emails/preview', '/emails/spam-preview']) {
+      const get = await app.request('GET', path);
+      t.same([get.status, get.body.code, get.headers.get('allow')], [405, 'method_not_allowed', 'POST'], `GET ${path}`);
+    }
+    t.equal((await app.request('GET', '/emails/em_unknown')).status, 404, 'an unknown id is still a 404');
   });
 
   t.test('missing, malformed or unknown credential: 401 Invalid API key', async (t) => {
@@ -149,6 +155,9 @@ t.test('API conventions', async (t) => {
     ] as const) {
       t.ok(res.body.paths[p]?.[m], `${m.toUpperCase()} ${p}`);
     }
+    const responses = (p: string, m: string) => Object.keys((res.body.paths[p]?.[m] as { responses?: object } | undefined)?.responses ?? {});
+    for (const p of ['/emails', '/emails/send', '/emails/batch']) t.ok(responses(p, 'post').includes('429'), `POST ${p} documents its 429`);
+    t.notOk(responses('/health', 'get').includes('429'), 'a route without a rate limit documents none');
     const create = res.body.paths['/domains']!.post!.requestBody!.content['application/json']!.schema;
     t.same(create.required, ['name']);
     t.ok(create.properties?.tls_mode);
