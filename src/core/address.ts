@@ -36,7 +36,25 @@ export function asciiDomainAddress(address: string): string {
   return domain ? `${address.slice(0, at)}@${domain}` : address;
 }
 
-/** Parses `addr` or `Name <addr>` (the name may be quoted). Null when malformed. */
+/**
+ * Whether a display name is one phrase (RFC 5322 §3.2.5: words, each an atom or a quoted string): outside
+ * its quoted strings no `<`, `>`, `,` or `;`, and every quote closed. `A <a@x>, B <b@x>` is two addresses,
+ * not the name `A <a@x>, B` of the last one; `"Smith, John" <j@x>` is one.
+ */
+function isPhrase(name: string): boolean {
+  let quoted = false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '<' || c === '>' || c === ',' || c === ';') return false;
+  }
+  return !quoted;
+}
+
+/** Parses `addr` or `Name <addr>` (the name may be quoted): one mailbox. Null when malformed or more than one. */
 export function parseMailbox(input: string): Mailbox | null {
   const s = input.trim();
   // No control characters but the tab (a display name may hold one): NUL, CR, LF and the rest never reach a header.
@@ -44,9 +62,9 @@ export function parseMailbox(input: string): Mailbox | null {
   const angle = /^(.*?)\s*<([^<>]+)>$/.exec(s);
   if (angle) {
     const address = normaliseAddress(angle[2]!.trim());
-    if (!address) return null;
     let name = angle[1]!.trim();
-    if (name.startsWith('"') && name.endsWith('"') && name.length >= 2) name = name.slice(1, -1).replace(/\\(.)/g, '$1');
+    if (!address || !isPhrase(name)) return null;
+    if (/^"(?:[^"\\]|\\.)*"$/.test(name)) name = name.slice(1, -1).replace(/\\(.)/g, '$1');
     return name ? { name, address } : { address };
   }
   const address = normaliseAddress(s);

@@ -21,6 +21,16 @@ export function headerFolds(name: string, value: string): boolean {
 }
 
 /**
+ * Whether a display name can go in an address header (From, To, Cc, Reply-To) within the line limit. The
+ * name is written as a quoted string, which folds only at its spaces, after up to `Reply-To: ` and before a
+ * comma: its longest run without spaces, quotes and escapes included, must leave room for them.
+ */
+export function displayNameFolds(name: string): boolean {
+  const quoted = `"${name.replace(/[\\"]/g, '\\$&')}",`;
+  return 'Reply-To: '.length + longestUnbrokenRun(quoted) <= MAX_LINE;
+}
+
+/**
  * Header fields whose value is unstructured text (RFC 5322 §3.6.5 Subject and Comments; X- fields by
  * convention), so that RFC 2047 encoded words may stand for it: one that would not fold is written so.
  */

@@ -18,6 +18,18 @@ function valueAt(input: Input, path: readonly PropertyKey[]): unknown {
 
 const pathName = (path: readonly PropertyKey[]) => path.map(String).join('.');
 
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  array: 'an array',
+  object: 'an object',
+  record: 'an object',
+  date: 'a date',
+};
+const mustBe = (expected: string) => `must be ${TYPE_WORDS[expected] ?? `of type ${expected}`}`;
+
 /** Turns zod issues into one message in the spec's patterns. */
 export function describeIssues(issues: readonly z.core.$ZodIssue[], input: Input, what: 'body' | 'query'): string {
   const missing = issues
@@ -32,7 +44,11 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], input: Input
   const first = issues[0];
   if (!first) return 'Invalid request';
   // A record's key that failed its own schema: that schema's message, not zod's "Invalid key in record".
-  const message = (first.code === 'invalid_key' && first.issues[0]?.message) || first.message;
+  let message = (first.code === 'invalid_key' && first.issues[0]?.message) || first.message;
+  // A wrong type where the schema gave no message of its own: ours, not zod's "Invalid input: expected …".
+  if (first.code === 'invalid_type' && message.startsWith('Invalid input')) {
+    message = what === 'query' && Array.isArray(valueAt(input, first.path)) ? 'must be given once' : mustBe(first.expected);
+  }
   if (first.path.length === 0) return message;
   return what === 'body' ? `${pathName(first.path)}: ${message}` : `Invalid query parameter '${pathName(first.path)}': ${message}`;
 }

@@ -95,14 +95,20 @@ function mailboxes(list: string[] | undefined, field: string): Mailbox[] {
   });
 }
 
-/** A stable hash of what was asked, to tell an idempotent replay from a different request with the same key. */
+/**
+ * A stable hash of what was asked, to tell an idempotent replay from a different request with the same key.
+ * The same request written two ways hashes alike: keys in any order, an empty list or object as none, and
+ * `scheduled_at` as its instant (`…T01:00:00+01:00` is `…T00:00:00.000Z`).
+ */
 function requestHash(input: SendEmailInput): string {
   const { idempotency_key: _key, ...rest } = input;
+  if (rest.scheduled_at !== undefined) rest.scheduled_at = new Date(rest.scheduled_at).toISOString();
+  const isEmpty = (v: unknown) => v === undefined || (typeof v === 'object' && v !== null && Object.keys(v).length === 0);
   const canonical = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(canonical)
       : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(Object.keys(v).sort().filter((k) => !isEmpty((v as Record<string, unknown>)[k])).map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
         : v;
   return createHash('sha256').update(JSON.stringify(canonical(rest))).digest('hex');
 }
@@ -124,7 +130,8 @@ function decodeAttachments(list: AttachmentInput[]): Array<Omit<AttachmentRow, '
   });
 }
 
-export const formatMailbox = (m: Mailbox) => (m.name ? `${JSON.stringify(m.name)} <${m.address}>` : m.address);
+/** `Name <addr>` with the name as an RFC 5322 quoted string (what parseMailbox reads back), or the bare address. */
+export const formatMailbox = (m: Mailbox) => (m.name ? `"${m.name.replace(/[\\"]/g, '\\$&')}" <${m.address}>` : m.address);
 
 /** The parts of an input that need no database: addresses, recipient total, attachments (400/422). */
 export function prepareInput(input: SendEmailInput) {
@@ -406,6 +413,8 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       timeline.push(timelineRow(email, at, 'failed', { reason: 'every recipient is on the suppression list', suppressed: blocked }));
       events.push(emailEventRow(email, at, 'email.failed', { reason: 'every recipient is on the suppression list' }));
     } else {
+      // Some recipients get it: the timeline says which ones will not, and why (as a delivery failure does).
+      for (const address of blocked) timeline.push(timelineRow(email, at, 'failed', { recipient: address, reason: 'on the suppression list' }));
       jobs.push({ email, runAt: scheduled ?? at, lane: deliveryLane(email, mine) });
     }
     results[accepted[n]!.i] = { id: publicId, replayed: false };

@@ -83,8 +83,12 @@ t.test('emails in test mode', async (t) => {
       t.equal(res.status, 202);
       t.match((await app.request<Detail>('GET', `/emails/${res.body.id}`, { key })).body.text, /Hello there/, JSON.stringify(text));
     }
-    const textOnly = await send({ from: base.from, to: base.to, subject: 'Blank', text: ' ' });
-    t.equal((await app.request<Detail>('GET', `/emails/${textOnly.body.id}`, { key })).body.text, ' ', 'without html a text is kept as given');
+    // Without html a blank text is no body at all (an empty message went out): refused like a missing one.
+    for (const body of [{ text: ' ' }, { text: '' }, { text: '', html: '' }, { text: ' \r\n', html: '\t' }]) {
+      const res = await send({ from: base.from, to: base.to, subject: 'Blank', ...body });
+      t.equal(res.status, 400, JSON.stringify(body));
+      t.match(res.body, { code: 'invalid_request', error: 'Request body must include html, text or template_id' });
+    }
   });
 
   t.test('POST /emails/send is the same operation', async (t) => {
@@ -114,6 +118,21 @@ t.test('emails in test mode', async (t) => {
       [{ ...base, headers: { 'X Bad': '1' } }, /^headers\.X Bad: header names must be printable ASCII without colons$/],
       [{ ...base, attachments: Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: 'YQ==' })) }, /attachments: must contain at most 10 attachments/],
       [{ ...base, attachments: [{ filename: 'a.txt', content: 'not*base64' }] }, /attachments\.0\.content: must be base64/],
+      // A lone sixth-bit character, or padding that completes no quantum, is no base64 (Buffer decoded it silently).
+      [{ ...base, attachments: [{ filename: 'a.txt', content: 'Y' }] }, /^attachments\.0\.content: must be base64$/],
+      [{ ...base, attachments: [{ filename: 'a.txt', content: 'YWJj=' }] }, /^attachments\.0\.content: must be base64$/],
+      [{ ...base, attachments: [{ filename: 'a.txt', content: 'YWJjZA=' }] }, /^attachments\.0\.content: must be base64$/],
+      // Two mailboxes in one string are not one with a strange name: every one but the last was dropped.
+      [{ ...base, to: 'A <a@x.example>, B <b@x.example>' }, /^to\.0: must be a valid email address$/],
+      [{ ...base, to: ['ok@x.example', 'a@x.example, B <b@x.example>'] }, /^to\.1: must be a valid email address$/],
+      [{ ...base, to: ['A <a@x.example>; B <b@x.example>'] }, /^to\.0: must be a valid email address$/],
+      [{ ...base, from: 'A <a@send.example>, B <b@elsewhere.example>' }, /^from: must be a valid email address$/],
+      [{ ...base, cc: ['"Unclosed <a@x.example>'] }, /^cc\.0: must be a valid email address$/],
+      // A name that no fold can fit in 998 columns (a quoted string folds only at its spaces).
+      [{ ...base, from: `${'N'.repeat(5000)} <hello@send.example>` }, /^from: has a display name with a run without spaces too long for one header line/],
+      [{ ...base, to: [`"${'N'.repeat(990)}" <a@x.example>`] }, /^to\.0: has a display name with a run without spaces too long/],
+      [{ ...base, headers: { [`X-${'a'.repeat(1000)}`]: 'v' } }, /header names must be at most 256 characters$/],
+      [{ ...base, headers: null }, /^headers: must be an object$/],
       [{ ...base, html: undefined }, /html, text or template_id/],
       [{ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@x.example`) }, /to: must contain at most 50 addresses/],
     ];
@@ -165,6 +184,8 @@ t.test('emails in test mode', async (t) => {
     t.equal(again.body.id, first.body.id);
     const header = await app.request<{ id: string }>('POST', '/emails', { body: base, key, headers: { 'Idempotency-Key': 'order-1' } });
     t.equal(header.body.id, first.body.id, 'the Idempotency-Key header works too');
+    const empty = await app.request<{ error: string }>('POST', '/emails', { body: base, key, headers: { 'Idempotency-Key': '' } });
+    t.same([empty.status, empty.body], [400, { error: 'Idempotency-Key: must not be empty', code: 'invalid_request' }], 'a header sent empty is refused, not ignored');
     const other = await send({ ...base, subject: 'different', idempotency_key: 'order-1' });
     t.equal(other.status, 409);
     t.equal(other.body.code, 'conflict');
@@ -173,6 +194,25 @@ t.test('emails in test mode', async (t) => {
     app.clock.advance(24 * HOUR + 1);
     const later = await send({ ...base, idempotency_key: 'order-1' });
     t.not(later.body.id, first.body.id);
+  });
+
+  t.test('idempotency: the same request written another way is the same request', async (t) => {
+    const at = new Date(Math.floor((app.clock.now().getTime() + 2 * HOUR) / 1000) * 1000); // whole seconds
+    const first = await send({ ...base, idempotency_key: 'forms-1', scheduled_at: at.toISOString().replace('.000Z', 'Z') });
+    t.equal(first.status, 202);
+    const local = new Date(at.getTime() + HOUR).toISOString().replace('Z', '+01:00');
+    for (const body of [
+      { ...base, scheduled_at: at.toISOString() },
+      { ...base, scheduled_at: local },
+      { ...base, scheduled_at: at.toISOString(), headers: {}, cc: [], tags: [] },
+      { to: base.to, scheduled_at: at.toISOString(), ...base },
+    ]) {
+      const again = await send({ ...body, idempotency_key: 'forms-1' });
+      t.same([again.status, again.body.id], [202, first.body.id], JSON.stringify(body).slice(0, 100));
+    }
+    const other = await send({ ...base, idempotency_key: 'forms-1', scheduled_at: new Date(at.getTime() + 1000).toISOString() });
+    t.equal(other.status, 409, 'another instant is another request');
+    t.equal((await app.request('POST', `/emails/${first.body.id}/cancel`, { key })).status, 200, 'nothing left scheduled');
   });
 
   t.test('idempotency keys are per mode: a live send is never answered by a test-mode email, nor the reverse', async (t) => {
@@ -381,6 +421,9 @@ t.test('emails in test mode', async (t) => {
     t.equal(bad.status, 400);
     const badPage = await app.request<{ error: string }>('GET', '/emails?per_page=500', { key });
     t.match(badPage.body.error, /per_page/);
+    // A parameter given twice is named in our words, not zod's "Invalid input: expected string, received array".
+    const twice = await app.request<{ error: string }>('GET', '/emails?tag=a&tag=b', { key });
+    t.same([twice.status, twice.body], [400, { error: "Invalid query parameter 'tag': must be given once", code: 'invalid_request' }]);
   });
 
   t.test('a message that cannot be signed fails at once, with the reason, and is not retried', async (t) => {

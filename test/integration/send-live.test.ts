@@ -101,6 +101,14 @@ t.test('live sending to a remote MX', async (t) => {
     const again = await send({ from: 'hello@acme.example', to: ['ghost@dest.example'], subject: 'Again', text: 'Hello' });
     await drain();
     t.equal((await detail(again.body.id)).status, 'failed', 'suppressed after the hard bounce');
+    // One suppressed recipient beside another: the timeline says who gets nothing and why.
+    const some = await send({ from: 'hello@acme.example', to: ['ghost@dest.example', 'erin@dest.example'], subject: 'Some', text: 'Hello' });
+    await drain();
+    t.equal((await detail(some.body.id)).status, 'delivered');
+    const steps = await timeline(some.body.id);
+    t.match(steps.find((e) => e.type === 'failed'), { data: { recipient: 'ghost@dest.example', reason: 'on the suppression list' } });
+    t.match(steps.find((e) => e.type === 'delivered'), { data: { recipients: ['erin@dest.example'] } });
+    t.match((await events(some.body.id)).find((e) => e.type === 'email.suppressed'), { data: { suppressed: ['ghost@dest.example'] } });
   });
 
   t.test('a 4xx defers, retries on the schedule, then delivers', async (t) => {

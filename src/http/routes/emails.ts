@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { idempotencyKeyOf } from '../idempotency.js';
 import { defineRoute } from '../route.js';
 import { paged, Success } from '../schemas/common.js';
-import { Email, EmailEvent, EmailListQuery, MAX_IDEMPOTENCY_KEY, Reschedule, SendBatch, SendEmail } from '../schemas/emails.js';
+import { Email, EmailEvent, EmailListQuery, Reschedule, SendBatch, SendEmail } from '../schemas/emails.js';
 import { parsePaging } from '../../core/paging.js';
-import { AppError, badRequest } from '../../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../services/api-keys.js';
 import { previewEmail, spamPreview } from '../../services/email-preview.js';
 import { cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, sendEmails, type Reader, type Sender } from '../../services/emails.js';
@@ -13,13 +14,6 @@ const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: p.keyId,
 const reader = (p: Principal): Reader => ({ teamId: p.teamId, apiKeyId: p.keyId, ownOnly: p.permission !== 'full_access', mode: p.mode });
 
 const Accepted = z.object({ id: z.string().describe('em_… id') });
-
-/** The `Idempotency-Key` header of a single send, held to the body field's rule (1..256 characters). */
-function idempotencyHeader(value: string): string | undefined {
-  if (value === '') return undefined;
-  if (value.length > MAX_IDEMPOTENCY_KEY) throw badRequest(`Idempotency-Key: must be at most ${MAX_IDEMPOTENCY_KEY} characters`);
-  return value;
-}
 
 function sendRoute(path: string) {
   return defineRoute({
@@ -32,7 +26,7 @@ function sendRoute(path: string) {
     status: 202,
     response: Accepted,
     async handle({ app, principal, body, koa }) {
-      const key = body.idempotency_key ?? idempotencyHeader(koa.get('idempotency-key'));
+      const key = idempotencyKeyOf(koa, body.idempotency_key);
       const { id } = await sendEmail(app, sender(principal), { ...body, idempotency_key: key });
       return { id };
     },

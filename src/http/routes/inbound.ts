@@ -1,5 +1,6 @@
 // Inbound emails (webhook-routed mail) and the answers to them: reply, forward, draft-reply.
 import { z } from 'zod';
+import { idempotencyKeyOf } from '../idempotency.js';
 import { defineRoute } from '../route.js';
 import { paged } from '../schemas/common.js';
 import { DraftReply, Forward, InboundAttachments, InboundEmail, InboundListItem, InboundListQuery, Reply, ReplyToSend } from '../schemas/inbound.js';
@@ -65,7 +66,7 @@ export const inboundRoutes = [
     status: 202,
     response: Accepted,
     async handle({ app, principal, params, body, koa }) {
-      const key = body.idempotency_key ?? (koa.get('idempotency-key') || undefined);
+      const key = idempotencyKeyOf(koa, body.idempotency_key);
       return replyToInbound(app, sender(principal), inboundId(params.id), { ...body, idempotency_key: key });
     },
   }),
@@ -79,7 +80,7 @@ export const inboundRoutes = [
     status: 202,
     response: Accepted,
     async handle({ app, principal, params, body, koa }) {
-      const key = body.idempotency_key ?? (koa.get('idempotency-key') || undefined);
+      const key = idempotencyKeyOf(koa, body.idempotency_key);
       return forwardInbound(app, sender(principal), inboundId(params.id), { ...body, idempotency_key: key });
     },
   }),

@@ -3,12 +3,16 @@
 // the service's and answer 422.
 import { z } from 'zod';
 import { parseMailbox } from '../../core/address.js';
-import { headerFolds, isUnstructuredHeader } from '../../core/header-lines.js';
+import { displayNameFolds, headerFolds, isUnstructuredHeader } from '../../core/header-lines.js';
 import { EMAIL_STATUSES } from '../../services/email-status.js';
 
-const mailbox = z
-  .string({ error: 'must be a valid email address' })
-  .refine((v) => parseMailbox(v) !== null, 'must be a valid email address');
+const mailbox = z.string({ error: 'must be a valid email address' }).superRefine((v, zctx) => {
+  const m = parseMailbox(v);
+  if (!m) zctx.addIssue({ code: 'custom', message: 'must be a valid email address' });
+  else if (m.name && !displayNameFolds(m.name)) {
+    zctx.addIssue({ code: 'custom', message: 'has a display name with a run without spaces too long for one header line (RFC 5322: 998 characters)' });
+  }
+});
 
 /** A list of addresses; a single string is accepted as a one-item list. */
 const addressList = (max: number) =>
@@ -17,7 +21,9 @@ const addressList = (max: number) =>
     z.array(mailbox, { error: 'must be an array of email addresses' }).max(max, `must contain at most ${max} addresses`),
   );
 
-// RFC 5322 §2.2 field name: printable ASCII except colon.
+// RFC 5322 §2.2 field name: printable ASCII except colon. It cannot be folded: a bound keeps `Name: ` and
+// the start of its value on the first line.
+const MAX_HEADER_NAME = 256;
 const HEADER_NAME_RE = /^[\x21-\x39\x3b-\x7e]+$/;
 /** Headers the box writes itself; a custom value would break signing or addressing. */
 export const RESERVED_HEADERS = new Set(
@@ -29,7 +35,10 @@ export const RESERVED_HEADERS = new Set(
 
 const headers = z
   .record(
-    z.string().regex(HEADER_NAME_RE, 'header names must be printable ASCII without colons'),
+    z
+      .string()
+      .regex(HEADER_NAME_RE, 'header names must be printable ASCII without colons')
+      .max(MAX_HEADER_NAME, `header names must be at most ${MAX_HEADER_NAME} characters`),
     z
       .string({ error: 'header values must be strings' })
       .max(1024, 'must be at most 1,024 characters')
@@ -48,11 +57,25 @@ const headers = z
 
 export const MAX_IDEMPOTENCY_KEY = 256;
 
+const notBlank = (v: string | undefined) => v !== undefined && /\S/.test(v);
+
 const BASE64_RE = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+
+/**
+ * Base64 (RFC 4648 §4; whitespace between characters allowed, padding optional): the alphabet, `=` only
+ * at the end, and a length that is whole bytes — a lone sixth-bit character left over (`Y`) or padding
+ * that does not complete a quantum (`YWJj=`) is not base64, though Buffer.from would decode it silently.
+ */
+export function isBase64(v: string): boolean {
+  if (!BASE64_RE.test(v)) return false;
+  const data = v.replace(/[\s=]+/g, '').length;
+  const pad = v.length - v.replace(/=/g, '').length;
+  return pad === 0 ? data % 4 !== 1 : (data + pad) % 4 === 0;
+}
 
 export const Attachment = z.object({
   filename: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(255, 'must be at most 255 characters'),
-  content: z.string({ error: 'must be a base64 string' }).refine((v) => BASE64_RE.test(v), 'must be base64'),
+  content: z.string({ error: 'must be a base64 string' }).refine(isBase64, 'must be base64'),
   content_type: z
     .string({ error: 'must be a MIME type such as application/pdf' })
     .regex(/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/, 'must be a MIME type such as application/pdf')
@@ -85,7 +108,8 @@ export const SendEmail = z
       .optional(),
   })
   .refine((v) => v.to.length > 0, { path: ['to'], message: 'must contain at least one address' })
-  .refine((v) => v.html !== undefined || v.text !== undefined || v.template_id !== undefined, {
+  // An empty or blank body is no body: as on the wire, where a blank text beside html counts as none.
+  .refine((v) => notBlank(v.html) || notBlank(v.text) || v.template_id !== undefined, {
     message: 'Request body must include html, text or template_id',
   })
   .meta({ id: 'SendEmail' });
