@@ -392,7 +392,14 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     if (item.raw) sources.push({ email_id: id, raw: item.raw.source });
 
     const blockedSet = suppressed.get(sender.teamId)!;
-    const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)];
+    // One recipient per address (the first of to, cc, bcc naming it): one RCPT, one status, one outcome.
+    const named = new Set<string>();
+    const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)].filter(([, m]) => {
+      const key = addressKey(m.address);
+      if (named.has(key)) return false;
+      named.add(key);
+      return true;
+    });
     const mine = all.map(([kind, m]) => ({
       email_id: id,
       kind,

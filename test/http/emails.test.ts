@@ -25,6 +25,7 @@ interface Detail {
   status: string;
   mode: string;
   text: string | null;
+  to: string[];
   recipients: Array<{ email: string; status: string; code: string | null; bounce_category: string | null }>;
   attachments: Array<{ filename: string; content_type: string; size: number }>;
   scheduled_at: string | null;
@@ -133,6 +134,7 @@ t.test('emails in test mode', async (t) => {
       [{ ...base, to: [`"${'N'.repeat(990)}" <a@x.example>`] }, /^to\.0: has a display name with a run without spaces too long/],
       [{ ...base, headers: { [`X-${'a'.repeat(1000)}`]: 'v' } }, /header names must be at most 256 characters$/],
       [{ ...base, headers: null }, /^headers: must be an object$/],
+      [{ ...base, headers: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`X-H${i}`, 'v'.repeat(700)])) }, /^headers: must total at most 64 KB \(names and values\)$/],
       [{ ...base, html: undefined }, /html, text or template_id/],
       [{ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@x.example`) }, /to: must contain at most 50 addresses/],
     ];
@@ -165,6 +167,14 @@ t.test('emails in test mode', async (t) => {
     t.match(res.body.error, /25 MB/);
     res = await send({ ...base, template_id: 'tpl_missing' });
     t.equal(res.status, 422);
+  });
+
+  t.test('an address named twice (to and cc, or in another case) is one recipient', async (t) => {
+    const res = await send({ ...base, to: ['twice@dest.example', 'TWICE@Dest.Example'], cc: ['twice@dest.example', 'other@dest.example'], bcc: ['Other@dest.example'] });
+    t.equal(res.status, 202);
+    const detail = await app.request<Detail>('GET', `/emails/${res.body.id}`, { key });
+    t.same(detail.body.recipients.map((r) => r.email), ['twice@dest.example', 'other@dest.example']);
+    t.same(detail.body.to, ['twice@dest.example', 'TWICE@dest.example'], 'the headers keep what was given');
   });
 
   t.test('attachments: content type inferred, sizes recorded', async (t) => {
@@ -205,7 +215,7 @@ t.test('emails in test mode', async (t) => {
       { ...base, scheduled_at: at.toISOString() },
       { ...base, scheduled_at: local },
       { ...base, scheduled_at: at.toISOString(), headers: {}, cc: [], tags: [] },
-      { to: base.to, scheduled_at: at.toISOString(), ...base },
+      { scheduled_at: at.toISOString(), subject: base.subject, html: base.html, to: base.to, from: base.from },
     ]) {
       const again = await send({ ...body, idempotency_key: 'forms-1' });
       t.same([again.status, again.body.id], [202, first.body.id], JSON.stringify(body).slice(0, 100));

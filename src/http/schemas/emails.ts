@@ -24,6 +24,9 @@ const addressList = (max: number) =>
 // RFC 5322 §2.2 field name: printable ASCII except colon. It cannot be folded: a bound keeps `Name: ` and
 // the start of its value on the first line.
 const MAX_HEADER_NAME = 256;
+// The whole header block of a message must stay under what receivers keep (Postfix's header_size_limit is
+// 100 KB; past it the rest is dropped and the DKIM signature with it): custom headers get 64 KB of it.
+const MAX_CUSTOM_HEADER_BYTES = 64 * 1024;
 const HEADER_NAME_RE = /^[\x21-\x39\x3b-\x7e]+$/;
 /** Headers the box writes itself; a custom value would break signing or addressing. */
 export const RESERVED_HEADERS = new Set(
@@ -45,6 +48,12 @@ const headers = z
       .refine((v) => !/[\r\n]/.test(v), 'must not contain line breaks'),
   )
   .superRefine((h, zctx) => {
+    let size = 0;
+    for (const name of Object.keys(h)) size += name.length + h[name]!.length + 4; // `Name: value` CRLF
+    if (size > MAX_CUSTOM_HEADER_BYTES) {
+      zctx.addIssue({ code: 'custom', message: `must total at most ${MAX_CUSTOM_HEADER_BYTES / 1024} KB (names and values)` });
+      return;
+    }
     for (const name of Object.keys(h)) {
       if (RESERVED_HEADERS.has(name.toLowerCase())) {
         zctx.addIssue({ code: 'custom', path: [name], message: 'is set by the service and cannot be given as a custom header' });
