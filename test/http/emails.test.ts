@@ -434,6 +434,8 @@ t.test('emails in test mode', async (t) => {
     // A parameter given twice is named in our words, not zod's "Invalid input: expected string, received array".
     const twice = await app.request<{ error: string }>('GET', '/emails?tag=a&tag=b', { key });
     t.same([twice.status, twice.body], [400, { error: "Invalid query parameter 'tag': must be given once", code: 'invalid_request' }]);
+    const nul = await app.request<{ error: string }>('GET', '/emails?to=%00', { key });
+    t.same([nul.status, nul.body.error], [400, "Invalid query parameter 'to': must not contain control characters"], 'a NUL matched every email');
   });
 
   t.test('a message that cannot be signed fails at once, with the reason, and is not retried', async (t) => {

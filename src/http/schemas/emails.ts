@@ -136,12 +136,16 @@ export const Reschedule = z.object({
   scheduled_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
 });
 
+// A substring to look for: a control character matches nothing stored (a NUL ended SQLite's LIKE pattern
+// there, so `to=%00` matched every email).
+const searchText = z.string().refine((v) => !/[\x00-\x1f\x7f]/.test(v), 'must not contain control characters');
+
 export const EmailListQuery = z.object({
   status: z.enum(EMAIL_STATUSES, { error: `must be one of ${EMAIL_STATUSES.join(', ')}` }).optional(),
   domain_id: z.string().optional(),
-  to: z.string().optional(),
-  from: z.string().optional(),
-  subject: z.string().optional(),
+  to: searchText.optional(),
+  from: searchText.optional(),
+  subject: searchText.optional(),
   tag: z.string().optional(),
   date_from: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
   date_to: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
