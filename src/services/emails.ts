@@ -113,18 +113,18 @@ function requestHash(input: SendEmailInput): string {
   return createHash('sha256').update(JSON.stringify(canonical(rest))).digest('hex');
 }
 
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+const bytes = (n: number) => `${n.toLocaleString('en-US')} bytes`;
 
 function decodeAttachments(list: AttachmentInput[]): Array<Omit<AttachmentRow, 'id' | 'email_id'>> {
   let total = 0;
   return list.map((a, i) => {
     const content = Buffer.from(a.content.replace(/\s+/g, ''), 'base64');
     if (content.length > MAX_ATTACHMENT_BYTES) {
-      throw unprocessable(`attachments.${i}: '${a.filename}' is ${mb(content.length)} decoded; one attachment may be at most 10 MB`);
+      throw unprocessable(`attachments.${i}: '${a.filename}' is ${bytes(content.length)} decoded; one attachment may be at most 10 MB (${bytes(MAX_ATTACHMENT_BYTES)})`);
     }
     total += content.length;
     if (total > MAX_ATTACHMENTS_TOTAL_BYTES) {
-      throw unprocessable(`Attachments total more than 25 MB decoded (the limit per email)`);
+      throw unprocessable(`Attachments total more than 25 MB decoded (${bytes(MAX_ATTACHMENTS_TOTAL_BYTES)}, the limit per email)`);
     }
     return { position: i, filename: a.filename, content_type: a.content_type ?? inferContentType(a.filename), size: content.length, content };
   });
