@@ -138,7 +138,25 @@ function matchEnhanced(rules: EnhancedRule[], enhanced: string | undefined): Bou
 // directory-based edge blocking, an unknown recipient, and keeps its text.
 const POSTFIX_STAGE_RE = /<[^<>\s]*>: (?:Recipient address|Sender address|Client host|Helo command|Data command|End-of-data) rejected: /gi;
 
+// A refusal of our envelope sender, not of the recipient: X.1.7 (bad sender's mailbox address) and X.1.8
+// (bad sender's system address) (RFC 3463 §3.2), or Postfix's "Sender address rejected:" label, whose reason
+// may quote the server's own probe of the sender ("… said: 550 5.1.1 <probe@…>: … User unknown").
+const SENDER_ENHANCED_RE = /^[45]\.1\.[78]$/;
+const SENDER_STAGE_RE = /\bSender address rejected\b/i;
+
 export function classifyBounce(reply: SmtpReply): BounceCategory {
+  const category = classifyReply(reply);
+  // Never a verdict on the recipient's mailbox (which would suppress a good address): the sender's policy.
+  if (category === 'invalid_mailbox' && refusesSender(reply)) return 'policy';
+  return category;
+}
+
+function refusesSender(reply: SmtpReply): boolean {
+  const enhanced = reply.enhanced ?? enhancedCodeOf(reply.message);
+  return (enhanced !== undefined && SENDER_ENHANCED_RE.test(enhanced)) || SENDER_STAGE_RE.test(reply.message);
+}
+
+function classifyReply(reply: SmtpReply): BounceCategory {
   const enhanced = reply.enhanced ?? enhancedCodeOf(reply.message);
   const specific = matchEnhanced(SPECIFIC, enhanced);
   if (specific) return specific;

@@ -112,6 +112,11 @@ const ROWS: Row[] = [
   { who: 'Content filter', response: '550 5.7.0 Message rejected due to content restrictions', category: 'content_rejected', code: '5.7.0' },
   { who: 'Temporary lookup failure', response: '451 4.4.3 Temporary lookup failure', category: 'dns_failure', code: '4.4.3' },
   { who: 'Sender domain not found', response: '450 4.1.8 <bounces@example.com>: Sender address rejected: Domain not found', category: 'dns_failure', code: '4.1.8' },
+  // Our sender refused at RCPT (Postfix delays sender restrictions there): never the recipient's mailbox,
+  // which would be suppressed. reject_unverified_sender quotes its probe's "User unknown" (captured, audit).
+  { who: 'Postfix reject_unverified_sender', response: '550 5.1.7 <bounces+em_x@send.test>: Sender address rejected: undeliverable address: host mail.box.test[127.0.0.1] said: 550 5.1.1 <probe@send.test>: Recipient address rejected: User unknown in local recipient table', category: 'policy', code: '5.1.7' },
+  { who: 'Postfix reject_unlisted_sender', response: '550 5.1.0 <bounces@send.test>: Sender address rejected: User unknown in virtual mailbox table', category: 'policy', code: '5.1.0' },
+  { who: 'Bad sender mailbox, no label', response: '553 5.1.7 The sender address is unknown: no such user', category: 'policy', code: '5.1.7' },
   { who: 'Greylisting', response: '450 4.7.1 <user@example.com>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/', category: 'rate_limited', code: '4.7.1' },
   // Postfix's restriction replies, as Postfix 3.7 sends them (captured): the stage label
   // "<rcpt>: Recipient address rejected:" precedes the reason, which decides the category.
