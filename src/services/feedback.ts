@@ -14,6 +14,7 @@ import { addressKey } from '../core/address.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { classifyBounce, enhancedCodeOf } from '../mta/bounce.js';
 import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { FOREIGN_MESSAGE_ID } from '../db/migrations/011-email-message-ids.js';
 import { deriveEmailStatus } from './email-status.js';
 import { addSuppression } from './suppressions.js';
 
@@ -83,10 +84,21 @@ export function emailIdFromMessageId(messageId: string | null, hostname: string)
   return PUBLIC_ID_RE.test(m[1]!) ? m[1]! : null;
 }
 
+/** `<id@host>` as the store keeps Message-IDs (angle brackets, no spaces), or null. */
+function bracketed(messageId: string | null): string | null {
+  const id = messageId?.trim().replace(/^<|>$/g, '');
+  return id && /^[^<>\s]+@[^<>\s]+$/.test(id) ? `<${id}>` : null;
+}
+
 async function findEmail(q: Queryable, target: NoticeTarget, originalMessageId: string | null, hostname: string): Promise<EmailRow | undefined> {
   const publicId = target.emailPublicId ?? emailIdFromMessageId(originalMessageId, hostname);
-  if (!publicId) return undefined;
-  const email = await q<EmailRow>('emails').where({ public_id: publicId }).first();
+  const foreignId = publicId ? null : bracketed(originalMessageId);
+  if (!publicId && !foreignId) return undefined;
+  // The box's own Message-IDs carry the public id; an SMTP submission keeps its client's, found as it is
+  // (the newest live email with it: a client that sends one message twice gives both the same id).
+  const email = publicId
+    ? await q<EmailRow>('emails').where({ public_id: publicId }).first()
+    : await q<EmailRow>('emails').where({ message_id: foreignId!, mode: 'live' }).whereRaw(FOREIGN_MESSAGE_ID).orderBy('id', 'desc').first();
   // A test-mode email never left the box: a report about it is forged or mistaken, and must not bounce it
   // or put a live address on the suppression list.
   if (!email || email.mode === 'test') return undefined;

@@ -5,6 +5,9 @@
 import t from 'tap';
 import { simpleParser } from 'mailparser';
 import { ALICE, submissionFixture } from './setup.js';
+import { TEST_HOSTNAME } from '../helpers/app.js';
+import { arf } from '../inbound/fixtures.js';
+import { smtpSend } from '../inbound/support.js';
 import { LineClient } from '../pop3/line-client.js';
 import { python } from '../pop3/setup.js';
 
@@ -285,6 +288,31 @@ print(json.dumps(out))
     t.ok(submitted.attachments[0]!.content.equals(pdf), 'byte for byte');
     t.same(await f.dkim(tx.raw), [{ result: 'pass', domain: 'acme.example' }]);
     t.equal((await app.request<{ status: string }>('GET', `/emails/${id}`)).body.status, 'delivered');
+  });
+
+  t.test("a provider's complaint about a submitted message is matched by its Message-ID, the client's or the box's", async (t) => {
+    // A submitted message keeps its client's Message-ID (or gets one of the box's without an em_ id in it):
+    // the feedback-loop report, which names the original only by it, found no email (audit against Postfix).
+    const fbl = `fbl@${TEST_HOSTNAME}`;
+    const x = f.transport(ALICE);
+    const cases: Array<[string, string | null]> = [
+      ['hugo@dest.example', '<client-1234.5678@thunderbird.example>'],
+      ['iris@dest.example', null],
+    ];
+    for (const [to, clientId] of cases) {
+      const raw = [...(clientId ? [`Message-ID: ${clientId}`] : []), 'From: alice@acme.example', `To: ${to}`, 'Subject: Offer', '', 'Hello', ''].join('\r\n');
+      const info = await x.sendMail({ envelope: { from: 'alice@acme.example', to: [to] }, raw });
+      const id = queuedId(info.response);
+      await f.drain();
+      const messageId = (await detail(id)).message_id;
+      if (clientId) t.equal(messageId, clientId, "the client's Message-ID is kept");
+      const res = await smtpSend(ports.mx.port, { from: 'feedback@arf.dest.example', to: [fbl] }, arf({ to: fbl, recipient: to, original: { messageId, from: 'alice@acme.example', to } }));
+      t.ok(res.ok, res.response);
+      t.match(await detail(id), { status: 'complained', recipients: [{ email: to, status: 'complained' }] }, messageId);
+    }
+    // A Message-ID that no email of the box carries changes nothing.
+    const res = await smtpSend(ports.mx.port, { from: 'feedback@arf.dest.example', to: [fbl] }, arf({ to: fbl, recipient: 'hugo@dest.example', original: { messageId: '<nobody@thunderbird.example>', from: 'alice@acme.example', to: 'hugo@dest.example' } }));
+    t.ok(res.ok);
   });
 
   t.test('a test-mode key sends nothing out', async (t) => {

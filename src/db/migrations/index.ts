@@ -10,6 +10,7 @@ import * as inbound from './007-inbound.js';
 import * as submission from './008-submission.js';
 import * as mailstoreState from './009-mailstore-state.js';
 import * as jobLanes from './010-job-lanes.js';
+import * as emailMessageIds from './011-email-message-ids.js';
 
 export interface Migration {
   name: string;
@@ -28,4 +29,5 @@ export const migrations: Migration[] = [
   { name: '008-submission', ...submission },
   { name: '009-mailstore-state', ...mailstoreState },
   { name: '010-job-lanes', ...jobLanes },
+  { name: '011-email-message-ids', ...emailMessageIds },
 ];
