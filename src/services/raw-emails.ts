@@ -8,6 +8,7 @@ import { simpleParser, type AddressObject, type Attachment, type EmailAddress } 
 import type { AppContext } from '../context.js';
 import { AppError, badRequest, forbidden, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, normaliseAddress, type Mailbox } from '../core/address.js';
+import { toSevenBit } from '../mta/seven-bit.js';
 import { findSenderDomain, formatMailbox, MAX_RECIPIENTS, submitChecked, type CheckedSend, type PreparedInput, type SendResult, type Sender } from './emails.js';
 
 export interface RawSubmission {
@@ -136,7 +137,8 @@ export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: 
     added.push({ name: 'message-id', raw: `Message-ID: ${messageId}` });
   }
   if (!fields.some((f) => f.name === 'date')) added.push({ name: 'date', raw: `Date: ${rfc5322Date(ctx.clock.now())}` });
-  const source = join([...fields.filter((f) => f.name !== 'bcc'), ...added], body);
+  // 7-bit, in lines of at most 998 characters, whatever server it goes to (mta/seven-bit.ts).
+  const source = await toSevenBit(join([...fields.filter((f) => f.name !== 'bcc'), ...added], body));
   const sentCopy = join([...fields, ...added], body);
 
   const checked: PreparedInput & { domainId: string } = {

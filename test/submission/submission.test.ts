@@ -226,11 +226,25 @@ print(json.dumps(out))
     t.notMatch(text, /hidden@dest\.example/, 'the folded Bcc header is gone entirely');
     const parsed = await simpleParser(tx.raw);
     t.equal(parsed.text, 'Grüße aus Köln\n.dot\n');
+    const sentBody = tx.raw.subarray(tx.raw.indexOf('\r\n\r\n'));
+    t.notOk(sentBody.some((c) => c > 0x7f), 'the 8-bit body went out as quoted-printable (RFC 6152: not every server takes 8-bit)');
+    t.equal(parsed.headers.get('content-transfer-encoding'), 'quoted-printable');
     t.equal(parsed.from?.value[0]?.name, 'Jürgen');
     t.same(await f.dkim(tx.raw), [{ result: 'pass', domain: 'acme.example' }]);
     const d = await detail(result.id);
     t.equal(d.from, '"Jürgen" <juergen@acme.example>');
     t.same(d.recipients.map((r) => [r.email, r.type]), [['frank@dest.example', 'to'], ['hidden@dest.example', 'bcc']]);
+  });
+
+  t.test('a line over 998 characters goes out folded as quoted-printable, the text unchanged, DKIM-signed', async (t) => {
+    const long = 'word'.repeat(625);
+    const info = await f.transport(ALICE).sendMail({ envelope: { from: 'alice@acme.example', to: ['lena@dest.example'] }, raw: ['From: alice@acme.example', 'To: lena@dest.example', 'Subject: long', '', long, 'next', ''].join('\r\n') });
+    t.match(info.response, /queued as em_/);
+    await f.drain();
+    const tx = sink.accepted[sink.accepted.length - 1]!;
+    t.ok(Math.max(...tx.raw.toString('latin1').split('\r\n').map((l) => l.length)) <= 998, 'RFC 5321: lines of at most 998 characters');
+    t.equal((await simpleParser(tx.raw)).text?.trimEnd(), `${long}\nnext`);
+    t.same(await f.dkim(tx.raw), [{ result: 'pass', domain: 'acme.example' }]);
   });
 
   t.test('attachments of a submitted message are listed as for an API send, and go out inside the message', async (t) => {
