@@ -156,7 +156,7 @@ export function createMta(opts: MtaOptions): Mta {
   async function direct(req: DeliveryRequest, name: string, destination: Destination): Promise<DeliveryResult> {
     const route: RouteTaken = { kind: 'direct', name, tls: false };
     if (!destination.ok) {
-      // Null MX or a domain without MX and address records: permanent. A look-up that failed: try later.
+      // A null MX: permanent. No MX and no address records, or a look-up that failed: try later.
       const status = destination.permanent ? 'bounced' : 'deferred';
       return { route, outcomes: req.recipients.map((r) => localOutcome(r, status, destination.reason, destination.enhanced, 'dns_failure')) };
     }

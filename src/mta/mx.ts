@@ -1,5 +1,8 @@
 // Where mail for a domain goes (RFC 5321 §5.1): its MX hosts by preference; with no MX, the domain's own
-// address records; a null MX (RFC 7505) or a domain that does not exist is a permanent failure.
+// address records. A null MX (RFC 7505) is a permanent failure; a domain that does not resolve (it does not
+// exist, or has neither MX nor address records) is retried like any temporary failure and fails when the
+// retries run out (issue 3: "unresolvable domain is a permanent failure after retries"): a domain being set
+// up, or a DNS change in flight, is not a reason to lose the mail.
 import { DnsLookupError, type DnsResolver } from '../dns/resolver.js';
 
 export interface MxHost {
@@ -9,7 +12,7 @@ export interface MxHost {
 
 export type Destination =
   | { ok: true; hosts: MxHost[]; implicit: boolean }
-  /** `enhanced`: the RFC 3463 code for the failure (5.1.10 null MX, 5.1.2 no such destination, 4.4.3 look-up failed). */
+  /** `enhanced`: the RFC 3463 code for the failure (5.1.10 null MX, 4.4.4 no route: no MX or address records, 4.4.3 look-up failed). */
   | { ok: false; permanent: boolean; reason: string; enhanced: string };
 
 export async function resolveDestination(dns: Pick<DnsResolver, 'mx' | 'a' | 'aaaa'>, domain: string): Promise<Destination> {
@@ -26,7 +29,7 @@ export async function resolveDestination(dns: Pick<DnsResolver, 'mx' | 'a' | 'aa
     }
     const [a, aaaa] = await Promise.all([dns.a(domain), dns.aaaa(domain)]);
     if (a.length + aaaa.length > 0) return { ok: true, hosts: [{ host: domain, priority: 0 }], implicit: true };
-    return { ok: false, permanent: true, reason: `${domain} has no MX or address records`, enhanced: '5.1.2' };
+    return { ok: false, permanent: false, reason: `${domain} has no MX or address records`, enhanced: '4.4.4' };
   } catch (err) {
     if (err instanceof DnsLookupError) return { ok: false, permanent: false, reason: err.message, enhanced: '4.4.3' };
     throw err;

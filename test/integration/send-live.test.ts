@@ -3,7 +3,7 @@
 import t from 'tap';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { MINUTE } from '../../src/core/clock.js';
+import { HOUR, MINUTE } from '../../src/core/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
@@ -157,6 +157,22 @@ t.test('live sending to a remote MX', async (t) => {
     t.ok(evs.find((e) => e.type === 'email.failed'));
     const types = (await timeline(res.body.id)).map((e) => e.type);
     t.equal(types[types.length - 1], 'failed');
+  });
+
+  t.test('a domain that does not resolve is retried, then fails when the retries run out', async (t) => {
+    const res = await send({ from: 'hello@acme.example', to: ['someone@no-such-domain.example'], subject: 'Typo', text: 'x' });
+    await drain();
+    let d = await detail(res.body.id);
+    t.equal(d.status, 'sending', 'not bounced at once: DNS may be on its way');
+    t.match(d.recipients[0], { status: 'deferred', code: '4.4.4', bounce_category: 'dns_failure' });
+    t.match((await events(res.body.id)).find((e) => e.type === 'email.soft_bounced'), { data: { bounce_message: /no-such-domain\.example has no MX or address records/ } });
+    for (let i = 0; i < 30 && d.status === 'sending'; i++) {
+      app.clock.advance(8 * HOUR);
+      await drain();
+      d = await detail(res.body.id);
+    }
+    t.equal(d.status, 'failed');
+    t.match((await timeline(res.body.id)).at(-1), { type: 'failed', data: { recipient: 'someone@no-such-domain.example', reason: 'retries exhausted' } });
   });
 
   t.test('enforced TLS refuses a server without STARTTLS', async (t) => {

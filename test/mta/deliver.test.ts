@@ -512,7 +512,7 @@ t.test('no MX: the domain’s own address (RFC 5321 §5.1)', async (t) => {
   t.equal(sink.accepted.length, 1);
 });
 
-t.test('DNS answers: permanent ones bounce, temporary ones defer', async (t) => {
+t.test('DNS answers: a null MX bounces, a domain that does not resolve and a failed look-up defer', async (t) => {
   const w = await world(t);
   const sink = await w.sink({ starttls: false });
   w.dns.set('MX', 'nullmx.test', [{ exchange: '', priority: 0 }]);
@@ -522,7 +522,8 @@ t.test('DNS answers: permanent ones bounce, temporary ones defer', async (t) => 
 
   const cases = [
     { domain: 'nullmx.test', status: 'bounced', code: '5.1.10', message: 'nullmx.test does not accept mail (null MX, RFC 7505)' },
-    { domain: 'nxdomain.test', status: 'bounced', code: '5.1.2', message: 'nxdomain.test has no MX or address records' },
+    // A domain that does not resolve is retried (and fails when the retries run out), not bounced at once.
+    { domain: 'nxdomain.test', status: 'deferred', code: '4.4.4', message: 'nxdomain.test has no MX or address records' },
     { domain: 'servfail.test', status: 'deferred', code: '4.4.3', message: /DNS MX look-up for servfail\.test failed \(ESERVFAIL\)/ },
     { domain: 'noaddress.test', status: 'deferred', code: '4.4.3', message: 'mx.noaddress.test has no address records' },
   ];
