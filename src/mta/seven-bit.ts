@@ -61,7 +61,12 @@ export async function toSevenBit(raw: Buffer): Promise<Buffer> {
       done();
     },
   });
-  await pipeline(Readable.from([raw]), splitter, rewriter, new Joiner(), sink);
+  try {
+    await pipeline(Readable.from([raw]), splitter, rewriter, new Joiner(), sink);
+  } catch {
+    // A structure mailsplit refuses (over 1,000 parts, a 1 MB header block): sent as it came, as before.
+    return raw;
+  }
   // The rewriter ends a part that had no final line break with a bare LF: CRLF, as everything else.
   const out = Buffer.concat(chunks).toString('latin1');
   return Buffer.from(out.replace(/(?<!\r)\n/g, '\r\n'), 'latin1');

@@ -61,3 +61,9 @@ t.test('a message attached as a file is one body that may not be re-encoded, and
   t.match(out.toString('utf8'), /\r\n\r\nïnner\r\n--XX--/, 'the attached message keeps its bytes (RFC 2046 §5.2.1)');
   t.match(out.toString('latin1'), /Content-Type: message\/rfc822\r\nContent-Disposition: attachment; filename="fwd.eml"\r\n\r\n/, 'and its headers');
 });
+
+t.test('a structure the splitter refuses (over 1,000 parts) goes as it came, no error', async (t) => {
+  const parts = Array.from({ length: 1100 }, (_, i) => `--XX\r\nContent-Type: text/plain\r\n\r\npart ${i} é`).join('\r\n');
+  const raw = Buffer.from(`From: a@b.test\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="XX"\r\n\r\n${parts}\r\n--XX--\r\n`, 'utf8');
+  t.equal(await toSevenBit(raw), raw);
+});
