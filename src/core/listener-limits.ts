@@ -50,7 +50,7 @@ export class ConnectionCaps {
     const client = socket.remoteAddress ?? '';
     if (this.tally.inUse >= this.limits.total) return 'total';
     if (!this.tally.reserve(client, 1, perClient)) return 'per-client';
-    socket.once('close', () => this.tally.release(client, 1));
+    onceClosed(socket, () => this.tally.release(client, 1));
     return null;
   }
 }
@@ -98,7 +98,7 @@ export class StressGauge {
   /** Counts the socket in until it closes. */
   track(socket: net.Socket): void {
     this.open++;
-    socket.once('close', () => {
+    onceClosed(socket, () => {
       this.open--;
       this.update();
     });
@@ -114,6 +114,30 @@ export class StressGauge {
       this.onChange(false, this.open);
     }
   }
+}
+
+/**
+ * Calls `fn` once when `socket` closes, also when its owner strips the socket's listeners on the way: smtp-server's
+ * STARTTLS calls `removeAllListeners()` on the plain socket before wrapping it in TLS, and POP3's STLS removes its
+ * 'close' listeners. The plain socket still emits 'close' when the connection ends (the TLS socket on it closes
+ * it), but to nobody: every session that had used STARTTLS kept its place in the caps and the stress gauge for
+ * good, and after 50 encrypted deliveries from one MTA the MX refused it (found by a black-box audit with Postfix).
+ */
+export function onceClosed(socket: net.Socket, fn: () => void): void {
+  let done = false;
+  const call = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  socket.once('close', call);
+  const strip = socket.removeAllListeners;
+  // With its arity kept: EventEmitter tells "every event" from one named `undefined` by the argument count.
+  socket.removeAllListeners = function (this: net.Socket, ...event: [eventName?: string | symbol]) {
+    strip.apply(this, event);
+    if (!done && (event.length === 0 || event[0] === 'close')) this.once('close', call);
+    return this;
+  };
 }
 
 /**

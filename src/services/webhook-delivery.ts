@@ -3,9 +3,10 @@
 // the outcome in one transaction (spec: Events, Delivery and retry):
 //   2xx  delivered (deliveredAt set, nextRetryAt null), the endpoint's failure streak reset;
 //   406  rejected: no retry, not counted as a failure (and the streak is left as it is);
-//   else failed attempt: retried after 30 s, 2 min, 10 min, 30 min, 2 h, 8 h, 16 h (8 attempts in all),
-//        and counted: the 20th consecutive failed attempt disables the endpoint, records an alert and
-//        e-mails the team owner.
+//   else failed attempt: retried after 30 s, 2 min, 10 min, 30 min, 2 h, 8 h, 16 h (8 attempts in all).
+//        A delivery whose first attempt fails counts once toward the endpoint's streak (its retries and
+//        replays do not count again): the 20th consecutive failed delivery disables the endpoint, records
+//        an alert and e-mails the team owner (spec: "20 consecutive failed deliveries").
 // Attempts to one endpoint are limited (EndpointSlots); different endpoints proceed in parallel.
 import http from 'node:http';
 import https from 'node:https';
@@ -23,7 +24,7 @@ import { sendSystemEmail } from './system-mail.js';
 /** Waits after failed attempts 1..7; the 8th failure is final. */
 export const WEBHOOK_RETRY_DELAYS_MS = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 2 * HOUR, 8 * HOUR, 16 * HOUR];
 export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_DELAYS_MS.length + 1;
-/** Consecutive failed attempts (406 not counted) that disable an endpoint. */
+/** Consecutive failed deliveries (each counted at its first failed attempt; 406 not counted) that disable an endpoint. */
 export const AUTO_DISABLE_FAILURES = 20;
 export const WEBHOOK_TIMEOUT_MS = 10 * SECOND;
 /** Requests in flight to one endpoint at a time. */
@@ -251,8 +252,12 @@ export async function recordAttempt(
     await trx('webhook_deliveries').where({ id: delivery.id }).update(changes);
     if (ok) {
       await trx('webhooks').where({ id: hook.id }).andWhere('consecutive_failures', '>', 0).update({ consecutive_failures: 0 });
-    } else if (!rejected) {
+    } else if (!rejected && current.attempts === 0) {
+      // The delivery's first attempt: one failed delivery. Its retries and replays are the same delivery.
       await countFailure(ctx, trx, hook, at);
+    } else if (!rejected && mode === 'auto' && !hook.active) {
+      // A retry failing after the endpoint was disabled meanwhile: no retry after it either.
+      await dropSchedule(trx, hook.id);
     }
     if (retryAt && retryJob) {
       const payload: DeliverJobPayload = { deliveryId: delivery.id };

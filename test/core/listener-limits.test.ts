@@ -2,7 +2,9 @@
 // at 80% of the capacity, left below 60%, a lower per-client cap meanwhile), and the memory budget of message data.
 import t, { type Test } from 'tap';
 import net from 'node:net';
+import tls from 'node:tls';
 import { ByteBudget, capConnections, clientKey, ConnectionCaps, StressGauge } from '../../src/core/listener-limits.js';
+import { sinkTlsMaterial } from '../helpers/smtp-sink.js';
 
 t.test('clientKey: IPv4 as is (also v4-mapped), IPv6 by its /64 whatever the spelling', async (t) => {
   t.equal(clientKey('192.0.2.7'), '192.0.2.7');
@@ -48,6 +50,50 @@ t.test('ConnectionCaps over real sockets: per-client and total caps, counted dow
     poll();
   });
   t.equal((await connect('127.0.0.1')).first, 'hello', 'a closed socket frees its place');
+});
+
+t.test("a socket whose owner strips its listeners to upgrade it to TLS is still counted down when it closes", async (t) => {
+  // smtp-server's STARTTLS: removeAllListeners() on the plain socket, then a TLSSocket on it; POP3's STLS:
+  // removeAllListeners('close'). Every encrypted session used to keep its place for good (Postfix was refused
+  // with 421 after 50 deliveries).
+  const { key, cert } = await sinkTlsMaterial();
+  for (const strip of [(s: net.Socket) => s.removeAllListeners(), (s: net.Socket) => s.removeAllListeners('close')]) {
+    const caps = new ConnectionCaps({ total: 10, perClient: 10 });
+    const gauge = new StressGauge(100, () => {});
+    const server = net.createServer((plain) => {
+      plain.write('ready\r\n');
+      plain.once('data', () => {
+        plain.write('go ahead\r\n');
+        strip(plain);
+        const secure = new tls.TLSSocket(plain, { isServer: true, key, cert });
+        secure.on('error', () => {});
+        secure.on('data', () => {});
+      });
+    });
+    capConnections(server, caps, (s) => s.destroy(), gauge);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve) => {
+        const plain = net.connect(port, '127.0.0.1');
+        plain.once('data', () => {
+          plain.write('STARTTLS\r\n');
+          plain.once('data', () => {
+            const secure = tls.connect({ socket: plain, rejectUnauthorized: false }, () => secure.end());
+            secure.on('error', () => {});
+            secure.on('close', () => resolve());
+          });
+        });
+      });
+    }
+    const until = Date.now() + 3000;
+    await new Promise<void>((resolve) => {
+      const poll = () => ((caps.size === 0 && gauge.size === 0) || Date.now() > until ? resolve() : setTimeout(poll, 5));
+      poll();
+    });
+    t.same([caps.size, gauge.size], [0, 0], `${strip.toString()}: every place given back`);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 t.test('StressGauge over real sockets: entered at 80% of the capacity, left below 60%, a per-client cap of 2% meanwhile', async (t) => {

@@ -120,6 +120,19 @@ t.test('MX listener: stress, SIZE, failed TLS handshakes', async (t) => {
     t.match(await s.finish(), SIZE_EXCEEDED, 'sent in DATA');
   });
 
+  t.test('STARTTLS sessions give their place back: more of them than the listener holds, one after another', async (t) => {
+    // smtp-server strips the plain socket's listeners when it upgrades it to TLS: every encrypted session used
+    // to keep its place for good (a Postfix relaying to the MX was refused with 421 after 50 deliveries).
+    const from = stressLines().length;
+    for (let i = 0; i < 15; i++) {
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, requireTLS: true, localAddress: '127.0.7.1', tls: { rejectUnauthorized: false } });
+      const info = await transport.sendMail({ envelope: { from: 'someone@sender.test', to: ['alice@example.com'] }, raw: `From: someone@sender.test\r\nTo: alice@example.com\r\nSubject: ${i}\r\n\r\nhi\r\n` });
+      transport.close();
+      t.match(info.response, /^250/, `encrypted session ${i + 1} of 15 (the listener holds 10)`);
+    }
+    t.same(stressLines().slice(from), [], 'and the listener never thought itself full');
+  });
+
   t.test('a failed STARTTLS handshake is one short warn line (client, reason), no stack trace', async (t) => {
     const from = lines.length;
     const s = new SmtpDataSession(net.connect({ port, host: '127.0.0.1', localAddress: '127.0.6.1' }));

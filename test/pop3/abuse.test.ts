@@ -60,6 +60,22 @@ t.test('connections per client address are capped over both listeners; another a
   t.match(again, /^\+OK/, 'a closed connection frees its place');
 });
 
+t.test('STLS sessions give their place back: more of them than one address may hold, one after another', async (t) => {
+  // STLS strips the plain socket's 'close' listeners: the cap's with them, so every session that had
+  // upgraded kept its place for good and the address was refused after perClient of them.
+  const f = await pop3Fixture(t);
+  const server = await listener(t, f, { connectionCaps: { total: 5, perClient: 2 } });
+  for (let i = 0; i < 5; i++) {
+    const c = await LineClient.connect(server.pop3.port);
+    t.match(await c.line(), /^\+OK/, `session ${i + 1} of 5 greeted (2 per address)`);
+    t.match(await c.cmd('STLS'), /^\+OK/);
+    await c.startTls();
+    t.match(await c.cmd('QUIT'), /^\+OK/);
+    c.close();
+    await c.whenClosed();
+  }
+});
+
 t.test('a client that stops reading a large RETR is closed by the idle timer, and the mailbox lock is freed', async (t) => {
   const f = await pop3Fixture(t);
   const bob = await f.mailbox('bob');
