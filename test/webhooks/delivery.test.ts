@@ -194,7 +194,32 @@ t.test('a retry that succeeds: delivered, nextRetryAt null; 406 is not retried; 
   t.equal(receiver.received.length, 4, '406 is never retried');
 });
 
-t.test('20 consecutive failed attempts (406 not counted) disable the endpoint, raise an alert and e-mail the owner', async (t) => {
+t.test("one delivery's retries and replays are one failed delivery toward the streak, not eight", async (t) => {
+  // Spec: "20 consecutive failed deliveries". Counting attempts, two events failing through their retries
+  // (plus a few test sends) disabled an endpoint (black-box audit).
+  const { app, receiver } = await setup(t);
+  const hook = await createHook(app, receiver, ['domain.updated']);
+  const fire = await domainEvents(app);
+  receiver.answer = 500;
+  const streak = async () => ((await app.appliance.ctx.db('webhooks').where({ id: hook.id }).first('consecutive_failures')) as { consecutive_failures: number }).consecutive_failures;
+  await fire();
+  await drain(app);
+  for (let i = 0; i < 8; i++) {
+    app.clock.advance(17 * HOUR);
+    await drain(app);
+  }
+  const [d] = (await deliveries(app, hook.id)).deliveries;
+  t.match(d, { attempts: 8, status: 'failed' }, 'all eight attempts made');
+  for (let i = 0; i < 3; i++) t.equal((await app.request('POST', `/webhooks/${hook.id}/deliveries/${d!.id}/replay`)).status, 200);
+  t.equal(await streak(), 1, 'one failed delivery');
+  const active = (await app.request<{ webhook: { active: boolean } }>('GET', `/webhooks/${hook.id}`)).body.webhook.active;
+  t.equal(active, true);
+  await fire();
+  await drain(app);
+  t.equal(await streak(), 2, 'another event that fails is the second');
+});
+
+t.test('20 consecutive failed deliveries (406 not counted) disable the endpoint, raise an alert and e-mail the owner', async (t) => {
   const { startDns } = await import('../helpers/dns-server.js');
   const { startSmtpSink } = await import('../helpers/smtp-sink.js');
   const { listAlerts } = await import('../../src/services/alerts.js');
