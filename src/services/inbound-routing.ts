@@ -92,13 +92,14 @@ export async function routeRecipient(ctx: AppContext, store: MailStore | null, a
   // Everything but the mailboxes' usage comes from the directory (services/inbound-directory.ts).
   const route = await directoryOf(ctx).route(address, () => resolveRecipient(ctx, store, address));
   if (route.kind !== 'mailbox' || !store) return route;
-  // Mailboxes over their quota do not take the message (RFC 3463 4.2.2); if none is left, the sender retries.
+  // A mailbox over its quota does not take the message (RFC 3463 4.2.2) and the sender retries later; for an
+  // alias, one full member defers the message for all (as a member that the message would push over its quota
+  // does at the end of DATA): delivering to the others and dropping the full one's copy lost it unsaid.
   // Fresh usage for the accounts that have a quota (the store checks again, atomically, when it delivers).
   if (!route.accounts.some((a) => a.quotaBytes > 0)) return route;
-  const accounts = await Promise.all(route.accounts.map((a) => (a.quotaBytes > 0 ? store.getAccount(a.id) : a)));
-  const open = accounts.filter((a): a is MailboxAccount => a !== null && !(a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes));
-  if (open.length === 0) return { kind: 'mailbox_full' };
-  return { ...route, mailboxIds: open.map((a) => a.id), accounts: open };
+  const accounts = (await Promise.all(route.accounts.map((a) => (a.quotaBytes > 0 ? store.getAccount(a.id) : a)))).filter((a): a is MailboxAccount => a !== null);
+  if (accounts.length === 0 || accounts.some((a) => a.quotaBytes > 0 && a.usedBytes >= a.quotaBytes)) return { kind: 'mailbox_full' };
+  return { ...route, mailboxIds: accounts.map((a) => a.id), accounts };
 }
 
 /** The route as the tables say (the accounts with their usage as read, full or not). */

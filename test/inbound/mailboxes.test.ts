@@ -105,6 +105,13 @@ t.test('mailboxes behind the MX', async (t) => {
     t.equal(res.code, 452);
     t.match(res.response, /452 4\.2\.2/);
     t.equal((await folderMessages(tiny, 'INBOX')).length, 1);
+    // An alias with a full member: deferred for all, not delivered to the others with the full one's copy
+    // dropped unsaid (black-box audit).
+    const both = await app.request('POST', '/mailboxes/aliases', { body: { address: 'both@corp.example', mailboxIds: [alice, tiny] } });
+    t.equal(both.status, 201);
+    const alias = await deliver(['both@corp.example'], 'To both');
+    t.match([alias.code, alias.response], [452, /452 4\.2\.2/], 'the alias answers as its full member does');
+    t.notOk((await subjects(alice, 'INBOX')).includes('To both'), 'nobody got a copy: the retry will not duplicate');
   });
 
   t.test('DMARC quarantine failure is filed in Junk', async (t) => {
