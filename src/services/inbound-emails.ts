@@ -119,6 +119,14 @@ export interface ParsedInbound {
  */
 const HTML_TO_TEXT_MAX = 64 * 1024;
 
+/** The message's header and the blank line after it (the whole message when it has no body). */
+function headerBlock(raw: Buffer): Buffer {
+  const crlf = raw.indexOf('\r\n\r\n');
+  const lf = raw.indexOf('\n\n');
+  const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : raw.length;
+  return raw.subarray(0, end);
+}
+
 /**
  * Parses a received message for the inbound email record. An html body that html-to-text cannot handle
  * (too large, or nested deeper than its recursion allows) does not fail the message: it is parsed again
@@ -129,7 +137,14 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
   try {
     parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, maxHtmlLengthToParse: HTML_TO_TEXT_MAX });
   } catch {
-    parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipHtmlToText: true });
+    const plain = { skipImageLinks: true, skipTextToHtml: true, skipHtmlToText: true } as const;
+    // A structure past mailsplit's limits (over 1,000 parts, a part's header over 1 MB: EMAXLEN) is no
+    // passing trouble: answered 451, the sender retried it for days and the mailbox copy was lost with it.
+    // Its header is read alone; the message itself is kept whole (raw) as any other.
+    parsed = await simpleParser(raw, plain).catch((err: unknown) => {
+      if ((err as { code?: unknown } | null)?.code !== 'EMAXLEN') throw err;
+      return simpleParser(headerBlock(raw), plain);
+    });
     if (!parsed.text && typeof parsed.html === 'string') parsed.text = plainTextOf(parsed.html);
   }
   const headers = parsed.headerLines.map((h) => {

@@ -131,6 +131,17 @@ t.test('MX listener', async (t) => {
     }
   });
 
+  t.test('a message past the MIME parser limits (over 1,000 parts) is accepted, its header read alone', async (t) => {
+    // It was 451 4.3.0 at every retry (mailsplit: "Max allowed child nodes exceeded"), for days, and the
+    // mailbox copy of mailbox_and_webhook went with it (black-box audit with Postfix).
+    const parts = Array.from({ length: 1100 }, (_, i) => `--XX\r\nContent-Type: text/plain\r\n\r\npart ${i}`).join('\r\n');
+    const raw = `From: a@nodmarc.example\r\nTo: anyone@hooks.example\r\nSubject: many parts\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="XX"\r\n\r\n${parts}\r\n--XX--\r\n`;
+    const res = await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['anyone@hooks.example'] }, raw, { plain: true });
+    t.equal(res.code, 250, res.response);
+    const list = await app.request<{ data: Array<{ id: number; subject: string; from: string }> }>('GET', '/inbound?domain=hooks.example');
+    t.match(list.body.data.find((d) => d.subject === 'many parts'), { from: 'a@nodmarc.example' }, 'stored, its header read');
+  });
+
   t.test('more than 100 recipients: 452 4.5.3 from the 101st', async (t) => {
     const rcpts = Array.from({ length: 101 }, (_, i) => `RCPT TO:<u${i}@hooks.example>`);
     const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', ...rcpts, 'QUIT']);
