@@ -119,7 +119,9 @@ async function resolveRecipient(ctx: AppContext, store: MailStore | null, addres
   if (!domain) return { kind: 'not_local' };
   const emailPublicId = emailIdFromReturnPath(address);
   if (emailPublicId) return { kind: 'feedback', address, domain, emailPublicId };
-  if (local.toLowerCase() === DMARC_RUA_LOCAL_PART) return { kind: 'dmarc', address, domain };
+  // Only once the domain is verified: a team that added a name it does not control must not collect its
+  // DMARC reports (the rua address is in the DMARC record the verified owner publishes).
+  if (local.toLowerCase() === DMARC_RUA_LOCAL_PART && domain.verified) return { kind: 'dmarc', address, domain };
   if (domain.inboundMode === 'webhook') return { kind: 'webhook', address, domain };
   const resolved = store ? await store.resolveAddress(address) : { kind: 'none' as const };
   if (store && resolved.kind === 'mailboxes' && resolved.mailboxIds.length > 0) {

@@ -252,5 +252,9 @@ t.test('end to end over the MX', async (t) => {
     t.same((await app.request<List>('GET', `/domains/${acme.id}/dmarc/reports?perPage=500`)).body.pagination.perPage, 100, 'clamped to 100');
     t.same((await app.request<List>('GET', `/domains/${acme.id}/dmarc/reports?perPage=0&page=-3`)).body.pagination, { page: 1, perPage: 1, total: 3, totalPages: 3 }, 'clamped up');
     t.equal((await app.request('GET', '/domains/nope/dmarc/reports')).status, 404);
+    // A domain only added, not verified: its rua address is nobody's yet (a team may add any name).
+    t.equal((await app.request('POST', '/domains', { body: { name: 'claimed.example' } })).status, 201);
+    const claimed = await smtpSend(mxPort, { from: 'noreply-dmarc@receiver.example', to: ['dmarc-reports@claimed.example'] }, reportMail({ to: 'dmarc-reports@claimed.example', filename: 'a.xml', contentType: 'text/xml', content: Buffer.from(aggregateXml({ domain: 'claimed.example', reportId: 'c-1' })) }));
+    t.equal(claimed.code, 550, `refused as any unknown user: ${claimed.response}`);
   });
 });
