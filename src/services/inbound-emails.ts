@@ -119,6 +119,16 @@ export interface ParsedInbound {
  */
 const HTML_TO_TEXT_MAX = 64 * 1024;
 
+/**
+ * The Date header as an instant, or null when there is none or it is not a date (mailparser puts the time of
+ * parsing in its place, which read as when the sender wrote it).
+ */
+function sentAt(headers: Array<{ name: string; value: string }>): string | null {
+  const value = headers.find((h) => h.name.toLowerCase() === 'date')?.value;
+  const date = value === undefined ? null : new Date(value);
+  return date && !Number.isNaN(date.getTime()) ? date.toISOString() : null;
+}
+
 /** The message's header and the blank line after it (the whole message when it has no body). */
 function headerBlock(raw: Buffer): Buffer {
   const crlf = raw.indexOf('\r\n\r\n');
@@ -213,7 +223,7 @@ export async function insertInbound(q: Queryable, at: Date, n: NewInbound): Prom
     message_id: p.messageId ?? null,
     in_reply_to: p.inReplyTo ?? null,
     references: refs.length ? refs.join(' ') : null,
-    sent_at: p.date && !Number.isNaN(p.date.getTime()) ? p.date.toISOString() : null,
+    sent_at: sentAt(n.message.headers),
     auth: JSON.stringify(n.auth),
     junk: n.junk,
     mailbox_ids: JSON.stringify(n.mailboxIds),

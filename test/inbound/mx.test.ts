@@ -142,6 +142,17 @@ t.test('MX listener', async (t) => {
     t.match(list.body.data.find((d) => d.subject === 'many parts'), { from: 'a@nodmarc.example' }, 'stored, its header read');
   });
 
+  t.test("the inbound email's date is its Date header's, null when it has none or it is no date", async (t) => {
+    // mailparser puts the time of parsing in place of a Date it cannot read: it read as the sender's.
+    for (const [subject, date, expected] of [['dated', 'Sun, 1 Mar 2026 10:00:00 +0100 (CET)', '2026-03-01T09:00:00.000Z'], ['misdated', 'not a date', null], ['undated', null, null]] as const) {
+      const raw = `From: a@nodmarc.example\r\nTo: anyone@hooks.example\r\nSubject: ${subject}\r\n${date ? `Date: ${date}\r\n` : ''}\r\nhi\r\n`;
+      t.equal((await smtpSend(mxPort, { from: 'a@nodmarc.example', to: ['anyone@hooks.example'] }, raw, { plain: true })).code, 250);
+      const list = await app.request<{ data: Array<{ id: number; subject: string }> }>('GET', '/inbound?domain=hooks.example');
+      const got = await app.request<{ date: string | null }>('GET', `/inbound/${list.body.data.find((d) => d.subject === subject)!.id}`);
+      t.equal(got.body.date, expected, subject);
+    }
+  });
+
   t.test('more than 100 recipients: 452 4.5.3 from the 101st', async (t) => {
     const rcpts = Array.from({ length: 101 }, (_, i) => `RCPT TO:<u${i}@hooks.example>`);
     const replies = await rawSession(mxPort, ['EHLO client.test', 'MAIL FROM:<a@sender.example>', ...rcpts, 'QUIT']);
