@@ -255,9 +255,10 @@ export async function recordAttempt(
     } else if (!rejected && current.attempts === 0) {
       // The delivery's first attempt: one failed delivery. Its retries and replays are the same delivery.
       await countFailure(ctx, trx, hook, at);
-    } else if (!rejected && mode === 'auto' && !hook.active) {
-      // A retry failing after the endpoint was disabled meanwhile: no retry after it either.
-      await dropSchedule(trx, hook.id);
+    } else if (!rejected) {
+      // A retry or replay, not counted again; if the endpoint was disabled meanwhile, no retry after it.
+      const endpoint = (await trx('webhooks').where({ id: hook.id }).first('active')) as { active: number | boolean } | undefined;
+      if (endpoint && !endpoint.active) await dropSchedule(trx, hook.id);
     }
     if (retryAt && retryJob) {
       const payload: DeliverJobPayload = { deliveryId: delivery.id };
