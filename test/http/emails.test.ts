@@ -449,8 +449,9 @@ t.test('emails in test mode', async (t) => {
     t.equal(detail.body.recipients[0]!.status, 'failed');
     const timeline = await app.request<Timeline>('GET', `/emails/${res.body.id}/events`, { key });
     t.match(timeline.body.events.at(-1), { type: 'failed', data: { reason: /could not be built or signed/ } });
-    const jobs = await app.appliance.ctx.jobs.stats();
-    t.equal(jobs.ready + jobs.dead, 0, 'no job left to retry it');
+    // (Other emails of this file wait for retries: mail to a domain that does not resolve is deferred.)
+    const { job_id: jobId } = (await app.appliance.ctx.db('emails').where({ public_id: res.body.id }).first('job_id')) as { job_id: number };
+    t.notOk(await app.appliance.ctx.db('jobs').where({ id: jobId }).first(), 'no job left to retry it');
   });
 
   t.test('sending_access keys send and read only their own emails; other teams see nothing', async (t) => {
