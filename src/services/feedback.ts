@@ -77,22 +77,24 @@ export function emailIdFromReturnPath(address: string): string | null {
   return PUBLIC_ID_RE.test(id) ? id : null;
 }
 
-/** `<em_abc@mx.example>` → `em_abc` when the right side is this box. */
-export function emailIdFromMessageId(messageId: string | null, hostname: string): string | null {
-  const m = messageId ? /^<?([^@<>\s]+)@([^>\s]+)>?$/.exec(messageId.trim()) : null;
-  if (!m || m[2]!.toLowerCase() !== hostname.toLowerCase()) return null;
-  return PUBLIC_ID_RE.test(m[1]!) ? m[1]! : null;
+/** A Message-ID's two sides (`<left@right>`, the brackets optional), or null when it is not one. */
+function messageIdParts(messageId: string | null): { left: string; right: string } | null {
+  const m = messageId ? /^<?([^@<>\s]+)@([^<>\s]+)>?$/.exec(messageId.trim()) : null;
+  return m ? { left: m[1]!, right: m[2]! } : null;
 }
 
-/** `<id@host>` as the store keeps Message-IDs (angle brackets, no spaces), or null. */
-function bracketed(messageId: string | null): string | null {
-  const id = messageId?.trim().replace(/^<|>$/g, '');
-  return id && /^[^<>\s]+@[^<>\s]+$/.test(id) ? `<${id}>` : null;
+/** `<em_abc@mx.example>` → `em_abc` when the right side is this box. */
+export function emailIdFromMessageId(messageId: string | null, hostname: string): string | null {
+  const id = messageIdParts(messageId);
+  if (!id || id.right.toLowerCase() !== hostname.toLowerCase()) return null;
+  return PUBLIC_ID_RE.test(id.left) ? id.left : null;
 }
 
 async function findEmail(q: Queryable, target: NoticeTarget, originalMessageId: string | null, hostname: string): Promise<EmailRow | undefined> {
   const publicId = target.emailPublicId ?? emailIdFromMessageId(originalMessageId, hostname);
-  const foreignId = publicId ? null : bracketed(originalMessageId);
+  // As the store keeps Message-IDs: in angle brackets.
+  const parts = publicId ? null : messageIdParts(originalMessageId);
+  const foreignId = parts && `<${parts.left}@${parts.right}>`;
   if (!publicId && !foreignId) return undefined;
   // The box's own Message-IDs carry the public id; an SMTP submission keeps its client's, found as it is
   // (the newest live email with it: a client that sends one message twice gives both the same id).

@@ -7,6 +7,7 @@ import { readsOf, type Queryable } from '../db/index.js';
 import { notFound } from '../core/errors.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { eventRow, recordEvents } from '../events/recorder.js';
+import { headerSize } from '../mailstore/headers.js';
 import { plainTextOf } from '../mta/html-scan.js';
 import type { HostDomain, LocalDomain } from './inbound-routing.js';
 import { normaliseDomainName } from './domains.js';
@@ -129,14 +130,6 @@ function sentAt(headers: Array<{ name: string; value: string }>): string | null 
   return date && !Number.isNaN(date.getTime()) ? date.toISOString() : null;
 }
 
-/** The message's header and the blank line after it (the whole message when it has no body). */
-function headerBlock(raw: Buffer): Buffer {
-  const crlf = raw.indexOf('\r\n\r\n');
-  const lf = raw.indexOf('\n\n');
-  const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : raw.length;
-  return raw.subarray(0, end);
-}
-
 /**
  * Parses a received message for the inbound email record. An html body that html-to-text cannot handle
  * (too large, or nested deeper than its recursion allows) does not fail the message: it is parsed again
@@ -153,7 +146,7 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
     // Its header is read alone; the message itself is kept whole (raw) as any other.
     parsed = await simpleParser(raw, plain).catch((err: unknown) => {
       if ((err as { code?: unknown } | null)?.code !== 'EMAXLEN') throw err;
-      return simpleParser(headerBlock(raw), plain);
+      return simpleParser(raw.subarray(0, headerSize(raw)), plain);
     });
     if (!parsed.text && typeof parsed.html === 'string') parsed.text = plainTextOf(parsed.html);
   }
