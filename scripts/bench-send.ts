@@ -4,7 +4,7 @@
 //   npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--render-nice <config>]
-//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep]
+//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--keep]
 //
 // Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
@@ -38,6 +38,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mainThreadProfiler, rsaSignsPerSecond, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
+import { startLeanSink, type LeanSink, type LeanSinkOptions } from './bench-sink.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -56,6 +57,8 @@ interface Options {
   /** Requests per second offered by the paced phase. */
   rate: number;
   tls: boolean;
+  /** The sink MX: bench-sink.ts's lean one (default), or smtp-server (as the figures before session 14 were taken). */
+  sink: 'lean' | 'smtp-server';
   split: boolean;
   profile: boolean;
   /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
@@ -78,6 +81,7 @@ function parseArgs(argv: string[]): Options {
     phases: ['batch', 'single', 'paced'],
     rate: 500,
     tls: true,
+    sink: 'lean',
     split: false,
     profile: false,
     cpuProfileDir: undefined,
@@ -134,6 +138,12 @@ function parseArgs(argv: string[]): Options {
       case '--no-tls':
         o.tls = false;
         break;
+      case '--sink': {
+        const v = value();
+        if (v !== 'lean' && v !== 'smtp-server') throw new Error('--sink takes lean or smtp-server');
+        o.sink = v;
+        break;
+      }
       case '--split':
         o.split = true;
         break;
@@ -151,7 +161,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -247,10 +257,9 @@ function startWorker(data: unknown): Worker {
 
 // ------------------------------------------------------------------------- worker: DNS server + sink MX
 
-async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
+async function runRemote(counters: Int32Array, tls: boolean, sinkKind: Options['sink']): Promise<void> {
   const { startDns } = await import('../test/helpers/dns-server.js');
   const { sinkTlsMaterial } = await import('../test/helpers/smtp-sink.js');
-  const { SMTPServer } = await import('smtp-server');
   const port = parentPort!;
 
   // The helper binds UDP on port 0, then TCP on the same number, which another process may hold: retry.
@@ -264,58 +273,22 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
   }
   const seen = new Map<string, number>();
   let bytes = 0;
+  // Accept everything; keep only the Message-ID (to count duplicates) and the size.
+  const onMessage = (id: string | undefined, size: number) => {
+    bytes += size;
+    if (id) {
+      const copies = (seen.get(id) ?? 0) + 1;
+      seen.set(id, copies);
+      if (copies > 1) Atomics.add(counters, DUPLICATES, 1);
+    } else {
+      Atomics.add(counters, NO_MESSAGE_ID, 1);
+    }
+    Atomics.add(counters, ACCEPTED, 1);
+  };
+  const onConnect = () => void Atomics.add(counters, CONNECTIONS, 1);
   const { key, cert } = await sinkTlsMaterial();
-  const server = new SMTPServer({
-    secure: false,
-    key,
-    cert,
-    name: 'sink.bench.test',
-    logger: false,
-    disableReverseLookup: true,
-    authOptional: true,
-    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
-    size: 50 * 1024 * 1024,
-    onConnect(_session, callback) {
-      Atomics.add(counters, CONNECTIONS, 1);
-      callback();
-    },
-    // Accept everything; keep only the Message-ID (to count duplicates) and the size.
-    onData(stream, _session, callback) {
-      let header = '';
-      let headerDone = false;
-      stream.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (headerDone) return;
-        header += chunk.toString('latin1');
-        const end = header.indexOf('\r\n\r\n');
-        if (end >= 0 || header.length > 65_536) {
-          headerDone = true;
-          if (end >= 0) header = header.slice(0, end);
-        }
-      });
-      stream.on('end', () => {
-        const match = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
-        // A copy: the match is a slice that would keep the whole header alive (~1.5 KB per message, which
-        // showed as RSS growth of the bench's process, not the appliance's).
-        const id = match && Buffer.from(match, 'latin1').toString('latin1');
-        if (id) {
-          const copies = (seen.get(id) ?? 0) + 1;
-          seen.set(id, copies);
-          if (copies > 1) Atomics.add(counters, DUPLICATES, 1);
-        } else {
-          Atomics.add(counters, NO_MESSAGE_ID, 1);
-        }
-        Atomics.add(counters, ACCEPTED, 1);
-        callback(null, 'Ok: queued');
-      });
-    },
-  });
-  server.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const sinkPort = (server.server.address() as { port: number }).port;
+  const sink = sinkKind === 'lean' ? await startLeanSink({ key, cert, tls, name: 'sink.bench.test', onMessage, onConnect }) : await startSmtpServerSink({ key, cert, tls, onMessage, onConnect });
+  const sinkPort = sink.port;
 
   port.on('message', (msg: RemoteRequest) => {
     const reply = (r: RemoteOutcome) => port.postMessage({ seq: msg.seq, ...r });
@@ -335,12 +308,13 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
       } else if (msg.op === 'cpu') {
         reply({ ok: true, value: threadCpuMs() });
       } else if (msg.op === 'stop') {
-        server.close(() => {
-          void dns.stop().then(() => {
+        void sink
+          .close()
+          .then(() => dns.stop())
+          .then(() => {
             reply({ ok: true });
             port.close();
           });
-        });
       }
     } catch (err) {
       reply({ ok: false, error: String(err) });
@@ -348,6 +322,53 @@ async function runRemote(counters: Int32Array, tls: boolean): Promise<void> {
   });
   const ready: RemoteReady = { ready: true, dns: dns.server, sinkPort };
   port.postMessage(ready);
+}
+
+/** The sink as it was before bench-sink.ts: smtp-server, accepting everything (`--sink smtp-server`). */
+async function startSmtpServerSink(o: { key: string; cert: string; tls: boolean; onMessage: LeanSinkOptions['onMessage']; onConnect: () => void }): Promise<LeanSink> {
+  const { SMTPServer } = await import('smtp-server');
+  const server = new SMTPServer({
+    secure: false,
+    key: o.key,
+    cert: o.cert,
+    name: 'sink.bench.test',
+    logger: false,
+    disableReverseLookup: true,
+    authOptional: true,
+    disabledCommands: o.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    size: 50 * 1024 * 1024,
+    onConnect(_session, callback) {
+      o.onConnect();
+      callback();
+    },
+    onData(stream, _session, callback) {
+      let header = '';
+      let headerDone = false;
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (headerDone) return;
+        header += chunk.toString('latin1');
+        const end = header.indexOf('\r\n\r\n');
+        if (end >= 0 || header.length > 65_536) {
+          headerDone = true;
+          if (end >= 0) header = header.slice(0, end);
+        }
+      });
+      stream.on('end', () => {
+        const match = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
+        // A copy: the match is a slice that would keep the whole header alive.
+        o.onMessage(match && Buffer.from(match, 'latin1').toString('latin1'), size);
+        callback(null, 'Ok: queued');
+      });
+    },
+  });
+  server.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return { port: (server.server.address() as { port: number }).port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 // ------------------------------------------------------------------------------------ worker: API client
@@ -506,7 +527,7 @@ async function main(): Promise<void> {
 
   // The "internet": DNS and the sink MX on their own thread.
   const counters = new Int32Array(new SharedArrayBuffer(COUNTERS * Int32Array.BYTES_PER_ELEMENT));
-  const remote = startWorker({ role: 'remote', counters, tls: opts.tls });
+  const remote = startWorker({ role: 'remote', counters, tls: opts.tls, sink: opts.sink });
   const pending = new Map<number, (r: RemoteReply) => void>();
   let seq = 0;
   const ready = await new Promise<RemoteReady>((resolve, reject) => {
@@ -647,7 +668,7 @@ async function main(): Promise<void> {
     console.log(
       `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
         `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads} (nice ${config.renderThreadNice}), ` +
-        `sink STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; host speed ${signsPerS} RSA-2048 signs/s per core${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
+        `sink ${opts.sink} with STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; host speed ${signsPerS} RSA-2048 signs/s per core${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
     const html = htmlBody();
@@ -917,12 +938,12 @@ function printProfile(mtaTimes: number[], queries: Map<string, QueryStat>, n: nu
 
 // ------------------------------------------------------------------------------------------ dispatch
 
-type WorkerData = { role: 'remote'; counters: Int32Array; tls: boolean } | { role: 'client'; job: ClientJob };
+type WorkerData = { role: 'remote'; counters: Int32Array; tls: boolean; sink: Options['sink'] } | { role: 'client'; job: ClientJob };
 
 if (isMainThread) {
   await main();
 } else {
   const data = workerData as WorkerData;
-  if (data.role === 'remote') await runRemote(data.counters, data.tls);
+  if (data.role === 'remote') await runRemote(data.counters, data.tls, data.sink);
   else parentPort!.postMessage(await runClient(data.job));
 }
