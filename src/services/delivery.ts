@@ -16,7 +16,7 @@ import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/qu
 import type { ComposeInput } from '../mta/compose.js';
 import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest } from '../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../mta/types.js';
-import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailBodyRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
 import type { LocalDelivery, LocalRecipient } from './local-delivery.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
@@ -49,6 +49,8 @@ export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) =
 
 interface Loaded {
   email: EmailRow;
+  /** Its bodies; none for a raw send. */
+  body: EmailBodyRow | undefined;
   recipients: RecipientRow[];
   attachments: AttachmentRow[];
   /** The sender domain's signing key; SYSTEM_SENDER for a system email; undefined when the domain is gone. */
@@ -112,8 +114,9 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     // All at once: an email and its rows are committed together, so reads on different connections agree.
     const list = placeholders(ids.length);
-    const [emails, recipients, attachments, sources, domainKeys] = await settleAll([
+    const [emails, bodies, recipients, attachments, sources, domainKeys] = await settleAll([
       queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, ids),
+      queryRows<EmailBodyRow>(reads, `SELECT * FROM email_bodies WHERE email_id IN (${list})`, ids),
       queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list}) ORDER BY id`, ids),
       queryRows<AttachmentRow>(reads, `SELECT * FROM email_attachments WHERE email_id IN (${list}) ORDER BY position`, ids),
       queryRows<{ email_id: number; raw: Buffer }>(reads, `SELECT * FROM email_sources WHERE email_id IN (${list})`, ids),
@@ -130,6 +133,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       if (!email) return undefined;
       return {
         email,
+        body: bodies.find((b) => b.email_id === id),
         recipients: recipients.filter((r) => r.email_id === id),
         attachments: attachments.filter((a) => a.email_id === id),
         key: isSystemEmail(email) ? SYSTEM_SENDER : domainKeys.find((k) => k.domain_id === email.domain_id),
@@ -173,8 +177,8 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       cc: boxes(email.cc_addrs),
       replyTo: boxes(email.reply_to),
       subject: email.subject,
-      html: email.html ?? undefined,
-      text: email.text ?? undefined,
+      html: l.body?.html ?? undefined,
+      text: l.body?.text ?? undefined,
       headers: json<Record<string, string>>(email.headers),
       attachments: l.attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content })),
       messageId: email.message_id,

@@ -24,8 +24,6 @@ export interface EmailRow {
   bcc_addrs: string;
   reply_to: string;
   subject: string;
-  html: string | null;
-  text: string | null;
   headers: string;
   tags: string;
   status: EmailStatus;
@@ -39,6 +37,13 @@ export interface EmailRow {
   delivered_at: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** An email's bodies (table email_bodies, migration 012): apart from the row its status changes rewrite. None for a raw send. */
+export interface EmailBodyRow {
+  email_id: number;
+  html: string | null;
+  text: string | null;
 }
 
 export interface RecipientRow {

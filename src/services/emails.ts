@@ -20,6 +20,7 @@ import {
   json,
   timelineRow,
   type AttachmentRow,
+  type EmailBodyRow,
   type EmailRow,
   type RecipientRow,
   type TimelineRow,
@@ -351,6 +352,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const events: Array<Omit<EventRow, 'id'>> = [];
   const jobs: Array<{ email: EmailRow; runAt: Date; lane: string | null }> = [];
   const sources: Array<{ email_id: number; raw: Buffer }> = [];
+  const bodies: EmailBodyRow[] = [];
 
   for (const [n, { item, publicId }] of accepted.entries()) {
     const { sender, input, checked: c, hash } = item;
@@ -371,9 +373,6 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       bcc_addrs: JSON.stringify(c.bcc.map(formatMailbox)),
       reply_to: JSON.stringify(c.replyTo.map(formatMailbox)),
       subject: input.subject ?? '',
-      html: input.html ?? null,
-      // Derived once, here, so the stored email shows exactly the text part that is sent.
-      text: item.text !== undefined ? item.text : (textPartOf(input) ?? null),
       headers: JSON.stringify(input.headers ?? {}),
       tags: JSON.stringify(input.tags ?? []),
       status: 'queued',
@@ -390,6 +389,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     };
     emails.push(email);
     if (item.raw) sources.push({ email_id: id, raw: item.raw.source });
+    // The text derived once, here, so the stored email shows exactly the text part that is sent.
+    const body: EmailBodyRow = { email_id: id, html: input.html ?? null, text: item.text !== undefined ? item.text : (textPartOf(input) ?? null) };
+    if (body.html !== null || body.text !== null) bodies.push(body);
 
     const blockedSet = suppressed.get(sender.teamId)!;
     // One recipient per address (the first of to, cc, bcc naming it): one RCPT, one status, one outcome.
@@ -440,6 +442,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   ]);
   await settleAll([
     insertRows(trx, 'email_recipients', recipients),
+    insertRows(trx, 'email_bodies', bodies),
     // Attachments can be large: one row per statement keeps each statement's size reasonable.
     ...attachments.map((a) => trx('email_attachments').insert(a)),
     ...sources.map((r) => trx('email_sources').insert(r)),
@@ -502,7 +505,8 @@ export interface EmailDetail extends EmailContentView {
 export async function getEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<EmailDetail> {
   const reads = readsOf(ctx.db); // the read-only connections: a GET never queues behind the send path's writes
   const e = await findEmail(reads, reader, publicId);
-  const [recipients, attachments] = await Promise.all([
+  const [body, recipients, attachments] = await Promise.all([
+    reads<EmailBodyRow>('email_bodies').where('email_id', e.id).first(),
     reads<RecipientRow>('email_recipients').where('email_id', e.id).orderBy('id'),
     reads<AttachmentRow>('email_attachments').where('email_id', e.id).orderBy('position').select('filename', 'content_type', 'size'),
   ]);
@@ -514,8 +518,8 @@ export async function getEmail(ctx: AppContext, reader: Reader, publicId: string
     bcc: json(e.bcc_addrs),
     reply_to: json(e.reply_to),
     subject: e.subject,
-    html: e.html,
-    text: e.text,
+    html: body?.html ?? null,
+    text: body?.text ?? null,
     tags: json(e.tags),
     headers: json(e.headers),
     status: e.status,

@@ -11,6 +11,7 @@ import * as submission from './008-submission.js';
 import * as mailstoreState from './009-mailstore-state.js';
 import * as jobLanes from './010-job-lanes.js';
 import * as emailMessageIds from './011-email-message-ids.js';
+import * as emailBodies from './012-email-bodies.js';
 
 export interface Migration {
   name: string;
@@ -30,4 +31,5 @@ export const migrations: Migration[] = [
   { name: '009-mailstore-state', ...mailstoreState },
   { name: '010-job-lanes', ...jobLanes },
   { name: '011-email-message-ids', ...emailMessageIds },
+  { name: '012-email-bodies', ...emailBodies },
 ];

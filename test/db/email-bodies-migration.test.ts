@@ -1,0 +1,68 @@
+// Migration 012: a store written before it (bodies in the emails row) opens with every email's html and text
+// moved to email_bodies, the columns gone from emails, and a body deleted with its email.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import knex from 'knex';
+import t from 'tap';
+import { DB_FILE, openDatabase, queryRows } from '../../src/db/index.js';
+import { migrations } from '../../src/db/migrations/index.js';
+
+t.test('bodies move out of the emails row, and go with their email', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-bodies-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+  // The store as the release before 012 left it.
+  const before = migrations.slice(0, migrations.findIndex((m) => m.name === '012-email-bodies'));
+  const old = knex({ client: 'sqlite3', connection: { filename: path.join(dir, DB_FILE) }, useNullAsDefault: true });
+  await old.migrate.latest({
+    migrationSource: {
+      getMigrations: async () => before.map((m) => m.name),
+      getMigrationName: (name: string) => name,
+      getMigration: async (name: string) => before.find((m) => m.name === name)!,
+    },
+  });
+  const now = new Date().toISOString();
+  await old('teams').insert({ id: 'team_1', name: 'T', plan: 'pro', owner_email: 'o@x.test', created_at: now });
+  const email = (id: number, html: string | null, text: string | null) => ({
+    id,
+    public_id: `em_${id}`,
+    team_id: 'team_1',
+    mode: 'live',
+    from_header: 'a@x.test',
+    from_address: 'a@x.test',
+    from_domain: 'x.test',
+    to_addrs: '[]',
+    cc_addrs: '[]',
+    bcc_addrs: '[]',
+    reply_to: '[]',
+    subject: `s${id}`,
+    html,
+    text,
+    headers: '{}',
+    tags: '[]',
+    status: 'delivered',
+    message_id: `<em_${id}@x.test>`,
+    created_at: now,
+    updated_at: now,
+  });
+  await old('emails').insert([email(1, '<p>one</p>', 'one'), email(2, null, 'two only'), email(3, null, null)]);
+  await old.destroy();
+
+  const db = await openDatabase(dir);
+  t.teardown(() => db.destroy());
+  t.same(
+    await queryRows(db, 'SELECT email_id, html, text FROM email_bodies ORDER BY email_id'),
+    [
+      { email_id: 1, html: '<p>one</p>', text: 'one' },
+      { email_id: 2, html: null, text: 'two only' },
+    ],
+    'each email with a body has its row; one without (a raw send) has none',
+  );
+  const columns = (await queryRows<{ name: string }>(db, 'SELECT name FROM pragma_table_info(?)', ['emails'])).map((c) => c.name);
+  t.notOk(columns.includes('html') || columns.includes('text'), 'the emails row holds no body');
+  t.ok(columns.includes('subject') && columns.includes('status'), 'and keeps the rest');
+
+  await db('emails').where({ id: 1 }).delete();
+  t.same(await queryRows(db, 'SELECT email_id FROM email_bodies'), [{ email_id: 2 }], 'a body is deleted with its email (retention)');
+});
