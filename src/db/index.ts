@@ -16,7 +16,7 @@ interface SqliteConnection {
   run(sql: string, cb: (err: Error | null) => void): void;
 }
 
-const PRAGMAS = ['PRAGMA journal_mode = WAL', 'PRAGMA foreign_keys = ON', 'PRAGMA busy_timeout = 5000', 'PRAGMA synchronous = NORMAL'];
+const PRAGMAS = ['PRAGMA journal_mode = WAL', 'PRAGMA foreign_keys = ON', 'PRAGMA busy_timeout = 5000', 'PRAGMA synchronous = NORMAL', 'PRAGMA temp_store = MEMORY'];
 
 function runPragmas(conn: SqliteConnection, pragmas: string[], done: (err: Error | null, conn: SqliteConnection) => void): void {
   const next = (i: number): void => {
