@@ -38,7 +38,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mainThreadProfiler, rsaSignsPerSecond, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
-import { startLeanSink, type LeanSink, type LeanSinkOptions } from './bench-sink.js';
+import { messageIdOf, startLeanSink, type LeanSink, type LeanSinkOptions } from './bench-sink.js';
 
 // ---------------------------------------------------------------------------------------------- options
 
@@ -356,9 +356,7 @@ async function startSmtpServerSink(o: { key: string; cert: string; tls: boolean;
         }
       });
       stream.on('end', () => {
-        const match = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
-        // A copy: the match is a slice that would keep the whole header alive.
-        o.onMessage(match && Buffer.from(match, 'latin1').toString('latin1'), size);
+        o.onMessage(messageIdOf(header), size);
         callback(null, 'Ok: queued');
       });
     },

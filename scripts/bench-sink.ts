@@ -37,6 +37,12 @@ const MAX_HEADER = 64 * 1024;
 /** A command line longer than this is refused and the session closed (no client of ours sends one). */
 const MAX_LINE = 4096;
 
+/** The Message-ID of a message's header (latin1), copied: the match is a slice that would keep the whole header alive. */
+export function messageIdOf(header: string): string | undefined {
+  const match = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
+  return match && Buffer.from(match, 'latin1').toString('latin1');
+}
+
 export async function startLeanSink(opts: LeanSinkOptions): Promise<LeanSink> {
   const secureContext = tls.createSecureContext({ key: opts.key, cert: opts.cert });
   const ehlo = (secure: boolean) =>
@@ -84,10 +90,7 @@ export async function startLeanSink(opts: LeanSinkOptions): Promise<LeanSink> {
         d.header += body.toString('latin1');
         const headerEnd = d.header.indexOf('\r\n\r\n');
         if (headerEnd >= 0 || d.header.length > MAX_HEADER || end >= 0) {
-          const header = headerEnd >= 0 ? d.header.slice(0, headerEnd) : d.header;
-          const match = /^message-id:[ \t]*(<[^>\r\n]+>)/im.exec(header)?.[1];
-          // A copy: the match is a slice that would keep the whole header alive.
-          d.messageId = match && Buffer.from(match, 'latin1').toString('latin1');
+          d.messageId = messageIdOf(headerEnd >= 0 ? d.header.slice(0, headerEnd) : d.header);
           d.header = null;
         }
       }
