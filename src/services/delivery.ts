@@ -49,7 +49,7 @@ export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) =
 
 interface Loaded {
   email: EmailRow;
-  /** Its bodies; none for a raw send. */
+  /** Its html and text (a raw send's, as parsed, are shown by the API; its source is what is sent). */
   body: EmailBodyRow | undefined;
   recipients: RecipientRow[];
   attachments: AttachmentRow[];

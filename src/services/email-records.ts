@@ -39,7 +39,7 @@ export interface EmailRow {
   updated_at: string;
 }
 
-/** An email's bodies (table email_bodies, migration 012): apart from the row its status changes rewrite. None for a raw send. */
+/** An email's bodies (table email_bodies, migration 012), apart from the row its status changes rewrite; no row when it has neither. */
 export interface EmailBodyRow {
   email_id: number;
   html: string | null;
