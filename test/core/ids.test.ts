@@ -1,4 +1,5 @@
-// Random identifiers: the right length and alphabet, every character used, no two alike across pool refills.
+// Random identifiers: the right length and alphabet, every character used, no two alike across pool refills;
+// public ids sort by their creation time.
 import t from 'tap';
 import { newPublicId, randomBase62, randomHex } from '../../src/core/ids.js';
 
@@ -19,4 +20,14 @@ t.test('randomBase62 draws uniformly from [0-9A-Za-z] across pool refills', asyn
   t.match(newPublicId('em'), /^em_[0-9A-Za-z]{24}$/);
   t.match(randomHex(8), /^[0-9a-f]{16}$/);
   t.not(randomHex(8), randomHex(8));
+});
+
+t.test('public ids sort as they were made, and differ within a millisecond', async (t) => {
+  const times = [0, 61, 62, 1_000, 1_795_000_000_000, 1_795_000_000_001, 1_795_000_086_400, 4_000_000_000_000];
+  const ids = times.map((ms) => newPublicId('em', ms));
+  for (const id of ids) t.match(id, /^em_[0-9A-Za-z]{24}$/);
+  t.same([...ids].sort(), ids, 'string order is time order');
+  const sameMs = new Set(Array.from({ length: 1_000 }, () => newPublicId('em', 1_795_000_000_000)));
+  t.equal(sameMs.size, 1_000, 'the random part tells apart ids of one millisecond');
+  t.equal(newPublicId('em', 1_795_000_000_000).slice(0, 11), newPublicId('em', 1_795_000_000_000).slice(0, 11), 'the time part is the same for one millisecond');
 });

@@ -12,6 +12,7 @@ import * as mailstoreState from './009-mailstore-state.js';
 import * as jobLanes from './010-job-lanes.js';
 import * as emailMessageIds from './011-email-message-ids.js';
 import * as emailBodies from './012-email-bodies.js';
+import * as recipientAddressIndex from './013-recipient-address-index.js';
 
 export interface Migration {
   name: string;
@@ -32,4 +33,5 @@ export const migrations: Migration[] = [
   { name: '010-job-lanes', ...jobLanes },
   { name: '011-email-message-ids', ...emailMessageIds },
   { name: '012-email-bodies', ...emailBodies },
+  { name: '013-recipient-address-index', ...recipientAddressIndex },
 ];

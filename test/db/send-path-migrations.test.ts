@@ -1,5 +1,6 @@
-// Migration 012: a store written before it (bodies in the emails row) opens with every email's html and text
-// moved to email_bodies, the columns gone from emails, and a body deleted with its email.
+// Migrations of the send path's tables since 011. 012: a store written before it (bodies in the emails row) opens
+// with every email's html and text moved to email_bodies, the columns gone from emails, and a body deleted with its
+// email. 013: the unused index on recipients' addresses is dropped.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,4 +66,25 @@ t.test('bodies move out of the emails row, and go with their email', async (t) =
 
   await db('emails').where({ id: 1 }).delete();
   t.same(await queryRows(db, 'SELECT email_id FROM email_bodies'), [{ email_id: 2 }], 'a body is deleted with its email (retention)');
+});
+
+t.test("migration 013: email_recipients' unused index on the address is gone; the outcome update finds recipients by email_id", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-013-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const db = await openDatabase(dir);
+  t.teardown(() => db.destroy());
+  const indexes = (await queryRows<{ name: string }>(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'email_recipients'")).map((r) => r.name);
+  t.notOk(indexes.includes('email_recipients_address_index'), 'no address index');
+  // The shape of delivery.ts's outcome write (batcher.updateFromValues keyed by email_id and address).
+  const plan = await queryRows<{ detail: string }>(
+    db,
+    `EXPLAIN QUERY PLAN UPDATE email_recipients SET status = v.status
+     FROM (SELECT column1 AS email_id, column2 AS address, column3 AS status FROM (VALUES (?, ?, ?))) AS v
+     WHERE email_recipients.email_id = v.email_id AND email_recipients.address = v.address`,
+    [1, 'a@x.test', 'delivered'],
+  );
+  t.ok(
+    plan.some((p) => p.detail.includes('USING INDEX email_recipients_email_id_index')),
+    `searched by email_id (${plan.map((p) => p.detail).join('; ')})`,
+  );
 });
