@@ -9,7 +9,7 @@ import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/addres
 import { newPublicId } from '../core/ids.js';
 import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
-import { htmlToText, inferContentType, textGiven, textPartOf } from '../mta/compose.js';
+import { htmlToText, inferContentType, textGiven } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
 import { Batcher, insertRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
@@ -187,8 +187,6 @@ export interface CheckedSend {
   hash: string | null;
   /** Set for a raw send: the stored source replaces composition (input then only describes the email for reads). */
   raw?: RawSource;
-  /** The text part, derived before the write (sendEmails) so that the write transaction need not; else derived there. */
-  text?: string | null;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
@@ -196,9 +194,12 @@ export interface CheckedSend {
 const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
 
 // Deriving the text part of an html-only email costs about 17 µs of CPU per KB of html (htmlparser2 parses
-// the document, mta/html-text.ts renders it). A small body's is derived here, on the event loop: on a render
-// thread the request would wait behind every message queued there for building (a broadcast's backlog). A
-// larger body's goes to the threads (render-pool.ts), so that one big email does not hold the event loop.
+// the document, mta/html-text.ts renders it). It is not stored: the render thread that builds the message
+// derives it (mta/compose.ts), and a read of the email (GET /emails/{id}) or a preview derives it here — a
+// small body's on the event loop (on a render thread the request would wait behind every message queued there
+// for building, a broadcast's backlog), a larger body's on the threads (render-pool.ts), so that one big
+// email does not hold the event loop. Stored, it doubled the size of a typical email's row (two pages instead
+// of one) and cost the send path's event loop ~40 µs per email.
 // One deriver per context, like the writers; without one everything is derived here.
 const textDerivers = new WeakMap<AppContext, (html: string) => Promise<string>>();
 export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promise<string>): void {
@@ -207,7 +208,7 @@ export function setTextDeriver(ctx: AppContext, derive: (html: string) => Promis
 /** Html up to this many characters has its text part derived on the caller's thread (about a quarter of a millisecond). */
 export const INLINE_TEXT_LIMIT = 16 * 1024;
 /** The text part of an email: the sender's, or derived from its html (on a render thread when it is large). */
-export async function deriveText(ctx: AppContext, input: SendEmailInput): Promise<string | null> {
+export async function deriveText(ctx: AppContext, input: Pick<SendEmailInput, 'html' | 'text'>): Promise<string | null> {
   const given = textGiven(input); // a blank text beside html counts as none, as on the wire (mta/compose.ts)
   if (given !== undefined) return given;
   if (input.html === undefined) return null;
@@ -258,8 +259,7 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
       try {
         const checked = await checkSend(input, lookup);
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        const text = await deriveText(ctx, input);
-        return await writer.submit({ sender, input, checked, hash, text });
+        return await writer.submit({ sender, input, checked, hash });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;
@@ -390,7 +390,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     emails.push(email);
     if (item.raw) sources.push({ email_id: id, raw: item.raw.source });
     // The text derived once, here, so the stored email shows exactly the text part that is sent.
-    const body: EmailBodyRow = { email_id: id, html: input.html ?? null, text: item.text !== undefined ? item.text : (textPartOf(input) ?? null) };
+    // The sender's text only: an html-only email's is derived from its html where it is needed, by the one
+    // function (mta/compose.ts textPartOf), when the message is built and when the email is read.
+    const body: EmailBodyRow = { email_id: id, html: input.html ?? null, text: textGiven(input) ?? null };
     if (body.html !== null || body.text !== null) bodies.push(body);
 
     const blockedSet = suppressed.get(sender.teamId)!;
@@ -519,7 +521,7 @@ export async function getEmail(ctx: AppContext, reader: Reader, publicId: string
     reply_to: json(e.reply_to),
     subject: e.subject,
     html: body?.html ?? null,
-    text: body?.text ?? null,
+    text: body ? await deriveText(ctx, { html: body.html ?? undefined, text: body.text ?? undefined }) : null,
     tags: json(e.tags),
     headers: json(e.headers),
     status: e.status,
