@@ -389,7 +389,6 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     };
     emails.push(email);
     if (item.raw) sources.push({ email_id: id, raw: item.raw.source });
-    // The text derived once, here, so the stored email shows exactly the text part that is sent.
     // The sender's text only: an html-only email's is derived from its html where it is needed, by the one
     // function (mta/compose.ts textPartOf), when the message is built and when the email is read.
     const body: EmailBodyRow = { email_id: id, html: input.html ?? null, text: textGiven(input) ?? null };
