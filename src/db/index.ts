@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
-import { migrations } from './migrations/index.js';
+import { migrationSource } from './migrations/index.js';
 import { CachedSqliteClient, ImmediateSqliteClient } from './sqlite-client.js';
 
 export type Db = Knex;
@@ -53,15 +53,7 @@ export async function openDatabase(dataDir: string): Promise<Db> {
     },
   });
   await db.migrate.latest({
-    migrationSource: {
-      getMigrations: async () => migrations.map((m) => m.name),
-      getMigrationName: (name: string) => name,
-      getMigration: async (name: string) => {
-        const m = migrations.find((x) => x.name === name);
-        if (!m) throw new Error(`unknown migration ${name}`);
-        return m;
-      },
-    },
+    migrationSource: migrationSource(),
   });
   const reads = knex({
     client: CachedSqliteClient as unknown as typeof knex.Client,

@@ -7,7 +7,8 @@ import path from 'node:path';
 import knex from 'knex';
 import t from 'tap';
 import { DB_FILE, openDatabase, queryRows } from '../../src/db/index.js';
-import { migrations } from '../../src/db/migrations/index.js';
+import { migrationSource, migrations } from '../../src/db/migrations/index.js';
+import { openScratchDb } from '../helpers/db.js';
 
 t.test('bodies move out of the emails row, and go with their email', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-bodies-'));
@@ -16,13 +17,7 @@ t.test('bodies move out of the emails row, and go with their email', async (t) =
   // The store as the release before 012 left it.
   const before = migrations.slice(0, migrations.findIndex((m) => m.name === '012-email-bodies'));
   const old = knex({ client: 'sqlite3', connection: { filename: path.join(dir, DB_FILE) }, useNullAsDefault: true });
-  await old.migrate.latest({
-    migrationSource: {
-      getMigrations: async () => before.map((m) => m.name),
-      getMigrationName: (name: string) => name,
-      getMigration: async (name: string) => before.find((m) => m.name === name)!,
-    },
-  });
+  await old.migrate.latest({ migrationSource: migrationSource(before) });
   const now = new Date().toISOString();
   await old('teams').insert({ id: 'team_1', name: 'T', plan: 'pro', owner_email: 'o@x.test', created_at: now });
   const email = (id: number, html: string | null, text: string | null) => ({
@@ -69,10 +64,7 @@ t.test('bodies move out of the emails row, and go with their email', async (t) =
 });
 
 t.test("migration 013: email_recipients' unused index on the address is gone; the outcome update finds recipients by email_id", async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-013-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const db = await openDatabase(dir);
-  t.teardown(() => db.destroy());
+  const db = await openScratchDb(t, '013');
   const indexes = (await queryRows<{ name: string }>(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'email_recipients'")).map((r) => r.name);
   t.notOk(indexes.includes('email_recipients_address_index'), 'no address index');
   // The shape of delivery.ts's outcome write (batcher.updateFromValues keyed by email_id and address).

@@ -35,3 +35,12 @@ export const migrations: Migration[] = [
   { name: '012-email-bodies', ...emailBodies },
   { name: '013-recipient-address-index', ...recipientAddressIndex },
 ];
+
+/** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */
+export function migrationSource(list: readonly Migration[] = migrations): Knex.MigrationSource<Migration> {
+  return {
+    getMigrations: async () => [...list],
+    getMigrationName: (m) => m.name,
+    getMigration: async (m) => m,
+  };
+}
