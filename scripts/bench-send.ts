@@ -38,6 +38,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mainThreadProfiler, rsaSignsPerSecond, threadCpuMs, threadsCpuMs, threadsCpuSince } from './bench-cpu.js';
+import { nameThisThread } from '../src/core/worker-thread.js';
 import { messageIdOf, startLeanSink, type LeanSink, type LeanSinkOptions } from './bench-sink.js';
 
 // ---------------------------------------------------------------------------------------------- options
@@ -942,6 +943,7 @@ if (isMainThread) {
   await main();
 } else {
   const data = workerData as WorkerData;
+  nameThisThread(data.role === 'remote' ? 'bench-internet' : 'bench-client');
   if (data.role === 'remote') await runRemote(data.counters, data.tls, data.sink);
   else parentPort!.postMessage(await runClient(data.job));
 }

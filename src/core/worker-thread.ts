@@ -1,7 +1,7 @@
 // Starting a worker thread on a module that sits beside its caller: `<name>.ts` when the caller runs under
 // tsx (tests, benchmarks), `<name>.js` in dist/. A worker does not inherit tsx's loader hooks on Node 20, so
 // under tsx the thread registers them before it imports the module.
-import { readlinkSync } from 'node:fs';
+import { readlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,5 +31,18 @@ export function niceThisThread(nice: number): void {
     if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, nice);
   } catch {
     // not permitted or no /proc: the thread runs at the process's priority
+  }
+}
+
+/**
+ * Names the calling thread (Linux: /proc/thread-self/comm, at most 15 bytes), so that `top -H`, `ps -L` and
+ * perf show which thread is which rather than a row of "node". Elsewhere, or when refused, a no-op.
+ */
+export function nameThisThread(name: string): void {
+  if (process.platform !== 'linux') return;
+  try {
+    writeFileSync('/proc/thread-self/comm', name.slice(0, 15));
+  } catch {
+    // no /proc: the thread keeps its name
   }
 }

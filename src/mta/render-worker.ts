@@ -5,7 +5,7 @@
 // built: only the outcomes go back to the main thread, never the message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../core/logger.js';
-import { niceThisThread } from '../core/worker-thread.js';
+import { nameThisThread, niceThisThread } from '../core/worker-thread.js';
 import { htmlToText } from './compose.js';
 import { createResolver } from '../dns/resolver.js';
 import { createMta } from './deliver.js';
@@ -15,6 +15,7 @@ import type { DeliveryResult } from './types.js';
 const data = workerData as RenderWorkerData | undefined;
 const config = data?.mta;
 niceThisThread(data?.nice ?? 0);
+nameThisThread(`mail-render-${data?.index ?? 0}`);
 // The caller's clock (a fake one in tests) as of its last request, moved on by real time since: MX answers
 // are kept for `dnsCacheMs` on that clock, as they are when the MTA runs on the main thread.
 let clock = { at: Date.now(), received: Date.now() };

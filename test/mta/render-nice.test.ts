@@ -45,3 +45,18 @@ t.test('nice 0 leaves the threads as the process is', { skip: process.platform !
   const main = after.get(process.pid);
   t.same([...after].filter(([tid]) => !before.has(tid)).filter(([, nice]) => nice !== main), [], "every new thread at the process's own value");
 });
+
+t.test('render threads are named mail-render-<n> (top -H, ps -L, perf); the main thread keeps its name', { skip: process.platform !== 'linux' && 'thread names are read from /proc' }, async (t) => {
+  const names = () => new Map(readdirSync('/proc/self/task').map((tid) => [Number(tid), readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()]));
+  const mainName = names().get(process.pid);
+  const pool = new RenderPool(2, createLogger('silent'), undefined, 0);
+  t.teardown(() => pool.close());
+  await Promise.all([pool.htmlToText('<p>one</p>'), pool.htmlToText('<p>two</p>')]);
+  let named: string[] = [];
+  for (let i = 0; i < 50 && named.length < 2; i++) {
+    named = [...names().values()].filter((n) => n.startsWith('mail-render-')).sort();
+    if (named.length < 2) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.same(named, ['mail-render-0', 'mail-render-1']);
+  t.equal(names().get(process.pid), mainName);
+});
