@@ -190,9 +190,40 @@ export class CachedSqliteClient extends ClientSqlite3 {
   }
 }
 
+/** The parts of knex's Transaction that commit() below works with. */
+interface TransactionInternals {
+  client: { _query(conn: unknown, obj: QueryObject): Promise<unknown> };
+  trxClient: { query(conn: unknown, sql: string): Promise<unknown> };
+  _completed: boolean;
+  _resolver(value: unknown): void;
+  _rejecter(err: unknown): void;
+}
+
 class ImmediateTransaction extends TransactionSqlite {
   begin(conn: unknown): Promise<unknown> {
     return this.query(conn, 'BEGIN IMMEDIATE;');
+  }
+
+  /**
+   * knex's commit, and a ROLLBACK when the COMMIT fails: SQLite keeps the transaction open then (a deferred
+   * foreign key left broken, a full disk), and knex would hand the connection back to the pool inside it,
+   * where every later BEGIN fails ("cannot start a transaction within a transaction").
+   */
+  commit(conn: unknown, value: unknown): Promise<unknown> {
+    const trx = this as unknown as TransactionInternals;
+    const committed = trx.trxClient.query(conn, 'COMMIT;').then(
+      (res) => {
+        trx._resolver(value);
+        return res;
+      },
+      async (err: unknown) => {
+        // Straight to the connection: the transaction counts as complete and refuses statements of its own.
+        await trx.client._query(conn, { sql: 'ROLLBACK', bindings: [] }).catch(() => undefined); // none open: nothing to undo
+        trx._rejecter(err);
+      },
+    );
+    trx._completed = true;
+    return committed;
   }
 }
 

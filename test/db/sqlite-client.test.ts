@@ -119,6 +119,25 @@ t.test('transactions: committed, rolled back, and many of them', async (t) => {
   t.equal(Number((await readsOf(db)('things').count({ c: '*' }).first())?.c), 50, 'the read-only connections see the commits');
 });
 
+t.test('a COMMIT that fails (a deferred foreign key left broken) rolls back: nothing is kept and the connection starts new transactions', async (t) => {
+  const db = await open(t);
+  await db.schema.createTable('parts', (tb) => {
+    tb.increments('id');
+    tb.integer('thing_id').notNullable().references('things.id');
+  });
+  await t.rejects(
+    db.transaction(async (trx) => {
+      await trx.raw('PRAGMA defer_foreign_keys = ON');
+      await trx('things').insert({ name: 'kept?', n: 1 });
+      await trx('parts').insert({ thing_id: 9999 });
+    }),
+    /FOREIGN KEY constraint failed/,
+  );
+  t.equal(await db('things').where({ name: 'kept?' }).first(), undefined, 'the transaction was rolled back');
+  await db.transaction(async (trx) => void (await trx('things').insert({ name: 'next', n: 2 })));
+  t.same(await db('things').select('name'), [{ name: 'next' }], 'the next transaction begins and commits');
+});
+
 t.test(`at most ${STATEMENT_CACHE_SIZE} statements kept per connection; the evicted ones prepare again`, async (t) => {
   const db = await open(t);
   const conn = await writerConnection(db);
