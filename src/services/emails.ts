@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { execute, nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -307,6 +307,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     ledger.load(items.filter((i) => i.checked.domainId !== null && i.sender.mode !== 'test').map((i) => i.sender.teamId)).catch(() => undefined), // a team that cannot be read fails its own emails in check()
     settleAll(teams.map((teamId) => suppressedAmong(trx, teamId, items.filter((i) => i.sender.teamId === teamId).flatMap((i) => recipientsOf(i.checked))))),
     nextIds(trx, ['emails', 'jobs']),
+    // An email's children then go in the same round as the email (below): their foreign keys are checked
+    // at COMMIT rather than statement by statement (the pragma ends with the transaction).
+    execute(trx, 'PRAGMA defer_foreign_keys = ON'),
   ]);
   const suppressed = new Map(teams.map((teamId, n) => [teamId, suppressedByTeam[n]!]));
 
@@ -433,15 +436,12 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   // Jobs get their ids in order from the sequence read above; an email row names its job.
   jobs.forEach((j, n) => (j.email.job_id = ids.jobs + n));
 
-  // Round 2: the emails, their jobs, webhook events and the quota counts; round 3, the emails' children
-  // (their foreign keys need the emails written).
+  // Round 2: the emails, their jobs, webhook events, the quota counts and the emails' children, at once.
   await settleAll([
     ctx.jobs.enqueueMany(trx, jobs.map((j) => ({ kind: DELIVER_JOB, payload: { emailId: j.email.id }, runAt: j.runAt, lane: j.lane })), ids.jobs),
     insertRows(trx, 'emails', emails),
     recordEvents(trx, events),
     ledger.save(),
-  ]);
-  await settleAll([
     insertRows(trx, 'email_recipients', recipients),
     insertRows(trx, 'email_bodies', bodies),
     // Attachments can be large: one row per statement keeps each statement's size reasonable.

@@ -2,7 +2,7 @@
 // transaction (SharedWriter), and a Batcher can wait a little for more items (gatherMs): over a real SQLite file.
 import t, { type Test } from 'tap';
 import { Batcher, SharedWriter } from '../../src/db/batcher.js';
-import { nextIds, settleAll, type Db } from '../../src/db/index.js';
+import { execute, nextIds, settleAll, type Db } from '../../src/db/index.js';
 import { openScratchDb } from '../helpers/db.js';
 
 async function open(t: Test): Promise<Db> {
@@ -135,4 +135,24 @@ t.test("SharedWriter 'in-order': the works of one transaction run one after anot
   );
   t.same(counts, [1, 2, 3], 'each saw the ones before it');
   t.same(await names(db), ['x', 'y', 'z']);
+});
+
+t.test('a work that defers foreign keys (as the send path does) writes a child beside its parent; a dangling child fails at COMMIT, alone', async (t) => {
+  const db = await open(t);
+  const writer = new SharedWriter(db);
+  const deferring = (thing: number, parent: number | null) =>
+    writer.run(async (trx) => {
+      await execute(trx, 'PRAGMA defer_foreign_keys = ON');
+      // The child goes first, in the same round as its parent: checked at COMMIT, not statement by statement.
+      await settleAll([trx('parts').insert({ thing_id: thing }), parent === null ? Promise.resolve() : trx('things').insert({ id: parent, name: `thing${parent}` })]);
+    });
+  const outcomes = await Promise.allSettled([deferring(100, 100), deferring(555, null), deferring(101, 101)]);
+  t.same(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.match(String((outcomes[1] as PromiseRejectedResult).reason), /FOREIGN KEY constraint failed/);
+  t.same((await db('parts').orderBy('thing_id').select('thing_id')).map((r: { thing_id: number }) => r.thing_id), [100, 101]);
+  // The pragma ends with its transaction: a later work checks statement by statement again.
+  await t.rejects(writer.run((trx) => trx('parts').insert({ thing_id: 777 })), /FOREIGN KEY constraint failed/);
 });
