@@ -113,13 +113,19 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
     // All at once: an email and its rows are committed together, so reads on different connections agree.
+    // Its body comes with it, and whether it has attachments or a source: most have neither, and those that
+    // do are read in a second round (rows that never change once written).
     const list = placeholders(ids.length);
-    const [emails, bodies, recipients, attachments, sources, domainKeys] = await settleAll([
-      queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, ids),
-      queryRows<EmailBodyRow>(reads, `SELECT * FROM email_bodies WHERE email_id IN (${list})`, ids),
+    const [rows, recipients, domainKeys] = await settleAll([
+      queryRows<EmailRow & { body_html: string | null; body_text: string | null; has_attachments: number; has_source: number }>(
+        reads,
+        `SELECT e.*, b.html AS body_html, b.text AS body_text,
+           EXISTS (SELECT 1 FROM email_attachments AS a WHERE a.email_id = e.id) AS has_attachments,
+           EXISTS (SELECT 1 FROM email_sources AS s WHERE s.email_id = e.id) AS has_source
+         FROM emails AS e LEFT JOIN email_bodies AS b ON b.email_id = e.id WHERE e.id IN (${list})`,
+        ids,
+      ),
       queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list}) ORDER BY id`, ids),
-      queryRows<AttachmentRow>(reads, `SELECT * FROM email_attachments WHERE email_id IN (${list}) ORDER BY position`, ids),
-      queryRows<{ email_id: number; raw: Buffer }>(reads, `SELECT * FROM email_sources WHERE email_id IN (${list})`, ids),
       queryRows<DomainKeyRow>(
         reads,
         `SELECT d.id AS domain_id, d.name, d.tls_mode, k.selector, k.private_key_sealed
@@ -128,16 +134,29 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
         ids,
       ),
     ]);
+    const withAttachments = rows.filter((r) => r.has_attachments).map((r) => r.id);
+    const withSource = rows.filter((r) => r.has_source).map((r) => r.id);
+    const [attachments, sources] = await settleAll([
+      withAttachments.length
+        ? queryRows<AttachmentRow>(reads, `SELECT * FROM email_attachments WHERE email_id IN (${placeholders(withAttachments.length)}) ORDER BY position`, withAttachments)
+        : [],
+      withSource.length ? queryRows<{ email_id: number; raw: Buffer }>(reads, `SELECT * FROM email_sources WHERE email_id IN (${placeholders(withSource.length)})`, withSource) : [],
+    ]);
     return ids.map((id) => {
-      const email = emails.find((e) => e.id === id);
-      if (!email) return undefined;
+      const row = rows.find((e) => e.id === id);
+      if (!row) return undefined;
+      const { body_html: html, body_text: text, has_attachments: hasAttachments, has_source: hasSource, ...email } = row;
+      const mine = attachments.filter((a) => a.email_id === id);
+      const source = sources.find((s) => s.email_id === id)?.raw;
+      // Deleted between the two rounds (retention): as if gone.
+      if ((hasAttachments && mine.length === 0) || (hasSource && !source)) return undefined;
       return {
         email,
-        body: bodies.find((b) => b.email_id === id),
+        body: html !== null || text !== null ? { email_id: id, html, text } : undefined,
         recipients: recipients.filter((r) => r.email_id === id),
-        attachments: attachments.filter((a) => a.email_id === id),
+        attachments: mine,
         key: isSystemEmail(email) ? SYSTEM_SENDER : domainKeys.find((k) => k.domain_id === email.domain_id),
-        source: sources.find((s) => s.email_id === id)?.raw,
+        source,
       };
     });
   }, MAX_BATCH, GATHER_MS);
