@@ -1,9 +1,12 @@
 // The one embedded SQLite file, through knex: WAL, foreign keys, busy timeout, migrations at open.
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
 import { CachedSqliteClient, ImmediateSqliteClient } from './sqlite-client.js';
+
+const require = createRequire(import.meta.url);
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -16,7 +19,17 @@ interface SqliteConnection {
   run(sql: string, cb: (err: Error | null) => void): void;
 }
 
-const PRAGMAS = ['PRAGMA journal_mode = WAL', 'PRAGMA foreign_keys = ON', 'PRAGMA busy_timeout = 5000', 'PRAGMA synchronous = NORMAL', 'PRAGMA temp_store = MEMORY'];
+/** The writer checkpoints the WAL itself only past this many pages (40 MB): the checkpointer below does it long before. */
+export const WRITER_CHECKPOINT_PAGES = 10_000;
+
+const PRAGMAS = [
+  'PRAGMA journal_mode = WAL',
+  'PRAGMA foreign_keys = ON',
+  'PRAGMA busy_timeout = 5000',
+  'PRAGMA synchronous = NORMAL',
+  'PRAGMA temp_store = MEMORY',
+  `PRAGMA wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`,
+];
 
 function runPragmas(conn: SqliteConnection, pragmas: string[], done: (err: Error | null, conn: SqliteConnection) => void): void {
   const next = (i: number): void => {
@@ -68,9 +81,47 @@ export async function openDatabase(dataDir: string): Promise<Db> {
     },
   });
   readers.set(db, reads);
-  // Whoever closes the store closes both.
-  (db.client as ImmediateSqliteClient).companions.push(reads);
+  // Whoever closes the store closes them all.
+  (db.client as ImmediateSqliteClient).companions.push(reads, await startCheckpointer(path.join(dataDir, DB_FILE)));
   return db;
+}
+
+/** How often the checkpointer copies the WAL's committed pages back into the database file. */
+export const CHECKPOINT_EVERY_MS = 200;
+
+interface CheckpointConnection extends SqliteConnection {
+  all(sql: string, cb: (err: Error | null, rows?: unknown[]) => void): void;
+  close(cb: (err: Error | null) => void): void;
+}
+
+/**
+ * WAL checkpoints beside the writer instead of inside its commits. SQLite's automatic checkpoint runs in
+ * the COMMIT that takes the WAL past 1,000 pages: that commit copies the pages into the database file and
+ * syncs both files, while every send waiting for the writer waits for it too (several times a second at
+ * full load). Here a connection of its own runs a PASSIVE checkpoint every CHECKPOINT_EVERY_MS (it waits for
+ * no reader nor writer; the writer keeps appending meanwhile) on a thread of libuv's pool. The writer's own
+ * automatic checkpoint stays as a backstop at WRITER_CHECKPOINT_PAGES, should this one fall behind.
+ */
+async function startCheckpointer(filename: string): Promise<{ destroy(): Promise<void> }> {
+  const sqlite3 = require('sqlite3') as { Database: new (file: string, cb: (err: Error | null) => void) => CheckpointConnection };
+  const conn = await new Promise<CheckpointConnection>((resolve, reject) => {
+    const c = new sqlite3.Database(filename, (err) => (err ? reject(err) : resolve(c)));
+  });
+  let running: Promise<void> | undefined;
+  const tick = () => {
+    // An error (SQLITE_BUSY while another connection checkpoints: the admin CLI, the backstop) is let be:
+    // the next tick tries again.
+    running ??= new Promise<void>((resolve) => conn.all('PRAGMA wal_checkpoint(PASSIVE)', () => resolve())).finally(() => (running = undefined));
+  };
+  const timer = setInterval(tick, CHECKPOINT_EVERY_MS);
+  timer.unref();
+  return {
+    async destroy() {
+      clearInterval(timer);
+      await running;
+      await new Promise<void>((resolve, reject) => conn.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
 }
 
 /**

@@ -1,11 +1,11 @@
 // The SQLite client keeps prepared statements per connection (src/db/sqlite-client.ts): the same text runs
 // the same statement again, with fresh bindings; failures are not kept; schema changes are seen; the number
 // kept is bounded; connections with kept statements still close.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { DB_FILE, openDatabase, readsOf, type Db } from '../../src/db/index.js';
+import { CHECKPOINT_EVERY_MS, DB_FILE, openDatabase, readsOf, WRITER_CHECKPOINT_PAGES, type Db } from '../../src/db/index.js';
 import { KEPT_BINDING_BYTES, keptStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-client.js';
 import { openScratchDb } from '../helpers/db.js';
 
@@ -173,4 +173,27 @@ t.test('a kept statement that has run holds no read snapshot: later writes are s
   // A reader still inside a read transaction would keep TRUNCATE from resetting the log (busy = 1).
   const [result] = (await db.raw('PRAGMA wal_checkpoint(TRUNCATE)')) as Array<{ busy: number; log: number; checkpointed: number }>;
   t.same(result, { busy: 0, log: 0, checkpointed: 0 }, 'nothing holds the log: it was checkpointed and truncated');
+});
+
+t.test('WAL checkpoints run beside the writer: committed pages reach the database file without the writer checkpointing', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-sqlite-client-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const db = await openDatabase(dir);
+  t.teardown(() => db.destroy());
+  t.same(await db.raw('PRAGMA wal_autocheckpoint'), [{ wal_autocheckpoint: WRITER_CHECKPOINT_PAGES }], "the writer's own checkpoint is a backstop far off");
+  await db.schema.createTable('blobs', (tb) => {
+    tb.increments('id');
+    tb.binary('data');
+  });
+  const dbFile = path.join(dir, DB_FILE);
+  const before = statSync(dbFile).size;
+  // ~4 MB in four transactions: about a thousand pages, a tenth of the writer's threshold.
+  for (let i = 0; i < 4; i++) await db('blobs').insert(Array.from({ length: 10 }, () => ({ data: Buffer.alloc(100_000, i + 1) })));
+  let size = statSync(dbFile).size;
+  for (let i = 0; i < 50 && size < before + 4_000_000; i++) {
+    await new Promise((r) => setTimeout(r, CHECKPOINT_EVERY_MS));
+    size = statSync(dbFile).size;
+  }
+  t.ok(size >= before + 4_000_000, `the pages were copied into the database file (${before} → ${size} bytes)`);
+  t.equal(Number((await readsOf(db)('blobs').count({ c: '*' }).first())?.c), 40, 'and read back');
 });
