@@ -134,6 +134,45 @@ export class SharedWriter {
   run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
     return this.works.submit(work) as Promise<T>;
   }
+
+  /**
+   * A writer of items that share works: every item handed in before the next transaction starts goes into
+   * one work of that transaction (`write` answers one result per item, in order; at most `maxBatch` items
+   * per work, the rest in the next). A Batcher in front of `run` would hand its next batch in only once its
+   * previous one had committed, so its items waited for every other writer's transaction in between; here
+   * they join the next transaction whatever ran before. When the work fails (after the shared transaction's
+   * retry alone), each of its items is written again alone, so one bad item fails only its own caller.
+   */
+  batch<I, O>(write: (trx: Tx, items: I[]) => Promise<O[]>, maxBatch = 200): (item: I) => Promise<O> {
+    const queue: Array<Waiting<I, O>> = [];
+    let slot = false; // a work is waiting for the next transaction and will take the queue
+    const schedule = () => {
+      slot = true;
+      let taken: Array<Waiting<I, O>> | undefined;
+      // The items queued when the transaction reaches this work; the same ones if it runs again alone.
+      const take = (): Array<Waiting<I, O>> => {
+        if (!taken) {
+          slot = false;
+          taken = queue.splice(0, maxBatch);
+          if (queue.length > 0) schedule();
+        }
+        return taken;
+      };
+      this.run((trx) => write(trx, take().map((w) => w.item))).then(
+        (out) => take().forEach((w, i) => w.resolve(out[i]!)),
+        (err: unknown) => {
+          const items = take(); // also when the work never ran (its transaction could not begin)
+          if (items.length === 1) return items[0]!.reject(err);
+          for (const w of items) this.run((trx) => write(trx, [w.item])).then((out) => w.resolve(out[0]!), (e: unknown) => w.reject(e));
+        },
+      );
+    };
+    return (item) =>
+      new Promise<O>((resolve, reject) => {
+        queue.push({ item, resolve, reject });
+        if (!slot) schedule();
+      });
+  }
 }
 
 const sharedWriters = new WeakMap<Db, SharedWriter>();

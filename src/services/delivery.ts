@@ -3,9 +3,10 @@
 // timeline, webhook events, suppressions — in one transaction. Deferred recipients are retried by
 // returning the next time to the job queue.
 //
-// The queue starts many deliveries in the same turn of the event loop, so the reads, the "sending" mark
-// and the outcome writes each go through a Batcher (src/db/batcher.ts): one statement per table for every
-// delivery in flight, instead of one per delivery. Each delivery still completes on its own.
+// The queue starts many deliveries in the same turn of the event loop, so the reads go through a Batcher
+// and the "sending" mark and the outcome writes through the shared writer's batches (src/db/batcher.ts): one
+// statement per table for every delivery in flight, instead of one per delivery. Each delivery still
+// completes on its own.
 import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
@@ -99,10 +100,10 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
 }
 
 /**
- * The handler's reads and writes wait this long for others to share them (batcher.ts `gatherMs`): a delivery
- * is background work, and without the wait a main thread with time to spare writes each one nearly on its own
- * (bench:send's batch phase on 2 cores with the render threads at nice 10, where the main thread is seldom
- * busy: 1.84 ms of CPU per delivered email without the wait, 1.64 with it; at nice 0, 1.57 and 1.53).
+ * The handler's reads wait this long for others to share them (batcher.ts `gatherMs`): a delivery is
+ * background work, and without the wait a main thread with time to spare reads each one nearly on its own.
+ * (Its writes need no wait: they join the shared writer's next transaction, which starts only when the one
+ * running commits.)
  */
 const GATHER_MS = 4;
 const MAX_BATCH = 200;
@@ -161,28 +162,26 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     });
   }, MAX_BATCH, GATHER_MS);
 
-  const markSending = new Batcher<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }, void>(async (items) => {
-    await shared.run(async (trx) => {
-      const now = ctx.clock.now().toISOString();
-      await settleAll([
-        execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${placeholders(items.length)})`, [
-          now,
-          ...items.map((i) => i.email.id),
-        ]),
-        insertRows(
-          trx,
-          'email_events',
-          items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) })),
-        ),
-      ]);
-    });
+  const markSending = shared.batch(async (trx, items: Array<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }>) => {
+    const now = ctx.clock.now().toISOString();
+    await settleAll([
+      execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${placeholders(items.length)})`, [
+        now,
+        ...items.map((i) => i.email.id),
+      ]),
+      insertRows(
+        trx,
+        'email_events',
+        items.map((i) => timelineRow(i.email, i.at, 'sending', { attempt: i.attempt, recipients: i.pending.map((r) => r.address) })),
+      ),
+    ]);
     return items.map(() => undefined);
-  }, MAX_BATCH, GATHER_MS);
+  }, MAX_BATCH);
 
-  const record = new Batcher<WriteSet, void>(async (sets) => {
-    await shared.run((trx) => writeOutcomes(ctx, trx, sets));
+  const record = shared.batch(async (trx, sets: WriteSet[]) => {
+    await writeOutcomes(ctx, trx, sets);
     return sets.map(() => undefined);
-  }, MAX_BATCH, GATHER_MS);
+  }, MAX_BATCH);
 
   /** What the render pool builds: the message (composed, or a raw send's source) and the signing key. */
   function renderInput(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>): { message: ComposeInput | RawMessage; signer: RenderRequest['key'] } {
@@ -225,7 +224,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
 
     const started = ctx.clock.now();
     const attempt = email.attempts + 1;
-    await markSending.submit({ email, pending, attempt, at: started });
+    await markSending({ email, pending, attempt, at: started });
 
     let results: DeliveryResult[] = [];
     let failure: string | undefined;
@@ -272,7 +271,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
     const deferring = !expired && results.some((r) => r.outcomes.some((o) => o.status === 'deferred'));
     const delayReported = deferring ? await delayReportedBefore(email) : true;
     const { set, deferred } = outcomeWrites(email, recipients, pending, results, failure, attempt, at, expired, delayReported);
-    await record.submit({ ...set, finishedJob: deferred > 0 ? null : job.id });
+    await record({ ...set, finishedJob: deferred > 0 ? null : job.id });
     if (deferred > 0) return { retryAt: new Date(at.getTime() + retryDelay(attempt)), error: `${deferred} recipient(s) deferred` };
     return FINISHED;
   };

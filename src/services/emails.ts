@@ -11,7 +11,7 @@ import { DAY } from '../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { htmlToText, inferContentType, textGiven } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
-import { Batcher, insertRows, sharedWriterOf } from '../db/batcher.js';
+import { insertRows, sharedWriterOf } from '../db/batcher.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import {
   addTimeline,
@@ -191,7 +191,7 @@ export interface CheckedSend {
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
 // transaction runs share the next one. One writer per context; the map only finds it.
-const writers = new WeakMap<AppContext, Batcher<CheckedSend, SendResult | AppError>>();
+const writers = new WeakMap<AppContext, (item: CheckedSend) => Promise<SendResult | AppError>>();
 
 // Deriving the text part of an html-only email costs about 17 µs of CPU per KB of html (htmlparser2 parses
 // the document, mta/html-text.ts renders it). It is not stored: the render thread that builds the message
@@ -220,19 +220,15 @@ export async function deriveText(ctx: AppContext, input: Pick<SendEmailInput, 'h
     return htmlToText(input.html); // the thread went away: derive it here
   }
 }
-function writerOf(ctx: AppContext): Batcher<CheckedSend, SendResult | AppError> {
+function writerOf(ctx: AppContext): (item: CheckedSend) => Promise<SendResult | AppError> {
   let w = writers.get(ctx);
-  if (!w) {
-    const shared = sharedWriterOf(ctx.db);
-    w = new Batcher((items) => shared.run((trx) => writeEmails(ctx, trx, items)));
-    writers.set(ctx, w);
-  }
+  if (!w) writers.set(ctx, (w = sharedWriterOf(ctx.db).batch((trx, items: CheckedSend[]) => writeEmails(ctx, trx, items))));
   return w;
 }
 
 /** Hands an email checked elsewhere (the raw send path) to the group-commit writer: quotas, suppressions and the write as for any send. */
 export function submitChecked(ctx: AppContext, item: CheckedSend): Promise<SendResult | AppError> {
-  return writerOf(ctx).submit(item);
+  return writerOf(ctx)(item);
 }
 
 /** Checks and accepts one email: resolves once it and its delivery job are durably stored. */
@@ -259,7 +255,7 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
       try {
         const checked = await checkSend(input, lookup);
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        return await writer.submit({ sender, input, checked, hash });
+        return await writer({ sender, input, checked, hash });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;

@@ -156,3 +156,50 @@ t.test('a work that defers foreign keys (as the send path does) writes a child b
   // The pragma ends with its transaction: a later work checks statement by statement again.
   await t.rejects(writer.run((trx) => trx('parts').insert({ thing_id: 777 })), /FOREIGN KEY constraint failed/);
 });
+
+t.test('SharedWriter.batch: the items handed in while a transaction runs share one work of the next; a bad item fails alone', async (t) => {
+  const db = await open(t);
+  const writer = new SharedWriter(db);
+  const calls: string[][] = [];
+  const insert = writer.batch(async (trx, names: string[]) => {
+    calls.push([...names]);
+    await trx('things').insert(names.map((name) => ({ name })));
+    return names.map((n) => n.toUpperCase());
+  });
+  // Another writer's transaction is running (held open by a gate) while three items arrive.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const holding = writer.run(async (trx) => {
+    await trx('things').insert({ name: 'held' });
+    await gate;
+  });
+  await new Promise((r) => setTimeout(r, 20));
+  const first = insert('a');
+  await new Promise((r) => setTimeout(r, 20));
+  const later = [insert('b'), insert('c')];
+  release();
+  t.same(await Promise.all([first, ...later]), ['A', 'B', 'C'], 'each caller gets its own result');
+  await holding;
+  t.same(calls, [['a', 'b', 'c']], 'one work for the three, in the transaction after the one that held the writer');
+
+  // A duplicate name fails its own item only: the work fails, then each item is written alone.
+  calls.length = 0;
+  const outcomes = await Promise.allSettled([insert('d'), insert('a'), insert('e')]);
+  t.same(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.match(String((outcomes[1] as PromiseRejectedResult).reason), /UNIQUE constraint failed/);
+  t.same(await names(db), ['a', 'b', 'c', 'd', 'e', 'held']);
+  t.same(calls[0], ['d', 'a', 'e'], 'tried together first');
+
+  // More than maxBatch items: the rest go in a following work.
+  calls.length = 0;
+  const small = writer.batch(async (trx, names: string[]) => {
+    calls.push([...names]);
+    await trx('things').insert(names.map((name) => ({ name })));
+    return names.map(() => true);
+  }, 2);
+  await Promise.all(['x1', 'x2', 'x3'].map((n) => small(n)));
+  t.same(calls, [['x1', 'x2'], ['x3']]);
+});
