@@ -24,11 +24,11 @@ export interface MtaThreadConfig {
 }
 
 export interface RenderWorkerData {
-  mta?: MtaThreadConfig & { thread: number };
+  mta?: MtaThreadConfig;
   /** The thread lowers its CPU priority to this nice value (core/worker-thread.ts niceThisThread). */
   nice?: number;
-  /** The thread's place in the pool (its name: mail-render-<index>). */
-  index?: number;
+  /** The thread's place in the pool: its name (mail-render-<index>) and its log lines' `thread`. */
+  index: number;
 }
 
 /** One destination domain's transaction, as the MTA takes it, without the message (the thread builds it). */
@@ -202,7 +202,7 @@ export class RenderPool {
     const mta = this.mtaConfig;
     const c = mta?.settings.connectionsPerHost ?? 0;
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
-    const workerData: RenderWorkerData = { nice: this.nice, index, ...(mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share }, thread: index } } : {}) };
+    const workerData: RenderWorkerData = { nice: this.nice, index, ...(mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share } } } : {}) };
     const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData);
     const thread: Thread = { worker, pending: new Map(), destinations: new Map() };
     worker.on('message', (reply: RenderReply | { closed: true }) => {

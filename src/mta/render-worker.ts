@@ -24,7 +24,7 @@ const mta = config
       ...config.settings,
       dns: createResolver(config.settings.resolver.servers, config.settings.resolver.timeoutMs),
       now: () => clock.at + (Date.now() - clock.received),
-      log: createLogger(config.logLevel).child({ component: 'mta', thread: config.thread }),
+      log: createLogger(config.logLevel).child({ component: 'mta', thread: data?.index ?? 0 }),
     })
   : undefined;
 

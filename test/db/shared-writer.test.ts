@@ -20,6 +20,18 @@ async function open(t: Test): Promise<Db> {
 
 const names = async (db: Db) => (await db('things').orderBy('name').select('name')).map((r: { name: string }) => r.name);
 
+/** A work that inserts `name` and holds its transaction open until `release()`, once it has begun. */
+async function holdWriter(writer: SharedWriter, name: string): Promise<{ held: Promise<void>; release(): void }> {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const held = writer.run(async (trx) => {
+    await trx('things').insert({ name });
+    await gate;
+  });
+  await new Promise((r) => setTimeout(r, 20));
+  return { held, release };
+}
+
 t.test('settleAll: every statement runs, answers in order; a failure waits for the others and rolls all back', async (t) => {
   const db = await open(t);
   const [a, b, count] = await db.transaction((trx) =>
@@ -78,17 +90,11 @@ t.test('SharedWriter: works handed in together share one transaction; a failing 
   t.same(await db('parts').select('*'), []);
 
   // A work handed in while a transaction runs goes into the next one.
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const first = writer.run(async (trx) => {
-    await trx('things').insert({ name: 'u' });
-    await gate;
-  });
-  await new Promise((r) => setTimeout(r, 20));
+  const first = await holdWriter(writer, 'u');
   const later = [writer.run((trx) => trx('things').insert({ name: 'v' })), writer.run((trx) => trx('things').insert({ name: 'w' }))];
   commits.length = 0;
-  release();
-  await Promise.all([first, ...later]);
+  first.release();
+  await Promise.all([first.held, ...later]);
   t.equal(commits.length, 2, 'the two later works shared the transaction after the first');
   t.same(await names(db), ['p', 'q', 'r', 's', 't', 'u', 'v', 'w']);
 });
@@ -167,19 +173,13 @@ t.test('SharedWriter.batch: the items handed in while a transaction runs share o
     return names.map((n) => n.toUpperCase());
   });
   // Another writer's transaction is running (held open by a gate) while three items arrive.
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const holding = writer.run(async (trx) => {
-    await trx('things').insert({ name: 'held' });
-    await gate;
-  });
-  await new Promise((r) => setTimeout(r, 20));
+  const holding = await holdWriter(writer, 'held');
   const first = insert('a');
   await new Promise((r) => setTimeout(r, 20));
   const later = [insert('b'), insert('c')];
-  release();
+  holding.release();
   t.same(await Promise.all([first, ...later]), ['A', 'B', 'C'], 'each caller gets its own result');
-  await holding;
+  await holding.held;
   t.same(calls, [['a', 'b', 'c']], 'one work for the three, in the transaction after the one that held the writer');
 
   // A duplicate name fails its own item only: the work fails, then each item is written alone.
