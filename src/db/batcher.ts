@@ -7,7 +7,8 @@
 // A run must be all-or-nothing (one transaction). If it throws for a batch of several, each item is run
 // again alone, so one bad item fails only its own caller.
 
-import { execute, placeholders, settleAll, type Db, type Queryable, type Tx } from './index.js';
+import { placeholders, settleAll, type Db, type Queryable, type Tx } from './index.js';
+import { commitScript, openScript, write } from './script.js';
 
 interface Waiting<I, O> {
   item: I;
@@ -76,7 +77,8 @@ export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000, ma
 /**
  * A multi-row INSERT of `rows` into `table`: the first row's keys are the columns (a missing value is NULL),
  * in chunks (chunkRows) one after another, so that AUTOINCREMENT ids follow the rows' order. `tail` follows
- * the VALUES (e.g. an ON CONFLICT clause). Run directly (db.execute), for the send path's hot inserts.
+ * the VALUES (e.g. an ON CONFLICT clause). Run directly (db.execute), for the send path's hot inserts; in a
+ * transaction with a write script (script.ts), held for it.
  */
 export async function insertRows(q: Queryable, table: string, rows: readonly object[], tail = ''): Promise<void> {
   if (rows.length === 0) return;
@@ -85,14 +87,15 @@ export async function insertRows(q: Queryable, table: string, rows: readonly obj
   const head = `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `;
   for (const chunk of chunkRows(rows as object[])) {
     const values = chunk.flatMap((r) => columns.map((c) => (r as Record<string, unknown>)[c] ?? null));
-    await execute(q, head + chunk.map(() => tuple).join(', ') + tail, values);
+    await write(q, head + chunk.map(() => tuple).join(', ') + tail, values);
   }
 }
 
 /**
  * `UPDATE table SET … FROM (VALUES …) AS v WHERE <keys match>`: many rows updated to different values in one
  * statement per chunk. `sets` maps a column to its new value's expression over `v` (e.g. `v.status`); the
- * VALUES rows hold the key columns and the columns `sets` names (a missing value is NULL).
+ * VALUES rows hold the key columns and the columns `sets` names (a missing value is NULL). Like `insertRows`,
+ * held for the transaction's write script if it has one.
  */
 export async function updateFromValues(q: Queryable, table: string, keys: string[], sets: Record<string, string>, rows: ReadonlyArray<Record<string, unknown>>): Promise<void> {
   if (rows.length === 0) return;
@@ -103,7 +106,7 @@ export async function updateFromValues(q: Queryable, table: string, keys: string
   const match = keys.map((k) => `${table}.${k} = v.${k}`).join(' AND ');
   for (const chunk of chunkRows(rows as Array<Record<string, unknown>>)) {
     const values = chunk.flatMap((r) => columns.map((c) => r[c] ?? null));
-    await execute(q, `UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, values);
+    await write(q, `UPDATE ${table} SET ${assignments} FROM (SELECT ${alias} FROM (VALUES ${chunk.map(() => tuple).join(', ')})) AS v WHERE ${match}`, values);
   }
 }
 
@@ -111,11 +114,13 @@ export async function updateFromValues(q: Queryable, table: string, keys: string
  * Works that share write transactions: the works handed in while a transaction runs share the next one. The
  * send path's writers (accepted emails, "sending" marks, delivery outcomes) share one (`sharedWriterOf`), and
  * their statements run at once (`settleAll`, 'concurrent'): on a busy event loop every round trip to SQLite's
- * thread costs a turn of the loop, so one transaction of five rounds instead of three of three to five each
+ * thread costs a turn of the loop, so one transaction of a few rounds instead of three of three to five each
  * is what keeps the writer free; such a work must touch only its own rows (it runs beside others in no set
- * order). 'in-order' runs them one after another (the MX's writes, which may touch the same rows). A work
- * must be safe to run again: when the shared transaction fails, each work is run again alone, so that one
- * failure fails only its own caller.
+ * order). Its writes made through `write` (script.ts; insertRows and updateFromValues use it) are held and
+ * sent together with the COMMIT once every work is done, so it must not read what it wrote. 'in-order' runs
+ * the works one after another and their writes at once (the MX's writes, which may touch the same rows and
+ * read them back). A work must be safe to run again: when the shared transaction fails, each work is run
+ * again alone, so that one failure fails only its own caller.
  */
 export class SharedWriter {
   private readonly works: Batcher<(trx: Tx) => Promise<unknown>, unknown>;
@@ -123,7 +128,12 @@ export class SharedWriter {
   constructor(db: Db, order: 'concurrent' | 'in-order' = 'concurrent') {
     this.works = new Batcher((works) =>
       db.transaction(async (trx) => {
-        if (order === 'concurrent') return settleAll(works.map((work) => work(trx)));
+        if (order === 'concurrent') {
+          openScript(trx);
+          const out = await settleAll(works.map((work) => work(trx)));
+          await commitScript(trx);
+          return out;
+        }
         const out: unknown[] = [];
         for (const work of works) out.push(await work(trx));
         return out;

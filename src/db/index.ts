@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
-import { CachedSqliteClient, ImmediateSqliteClient } from './sqlite-client.js';
+import { CachedSqliteClient, committedByScript, ImmediateSqliteClient } from './sqlite-client.js';
 
 const require = createRequire(import.meta.url);
 
@@ -170,14 +170,19 @@ let directQueries = 0;
  * dispatcher and bench:send's --profile listen).
  */
 async function direct(q: Queryable, sql: string, bindings: unknown[], method: 'select' | 'del'): Promise<{ response?: unknown; context?: unknown }> {
+  const obj: QueryEvent = { sql, bindings, method, __knexQueryUid: `direct-${++directQueries}` };
+  return onConnection(q, obj, (client, connection) => client._query(connection, obj));
+}
+
+/** Runs `run` on `q`'s connection (a transaction's own, or the pool's for just this), with knex's query events for `obj`. */
+async function onConnection<R extends { response?: unknown }>(q: Queryable, obj: QueryEvent, run: (client: DirectClient, connection: unknown) => Promise<R>): Promise<R> {
   const client = q.client as unknown as DirectClient;
   const trx = q as Partial<Knex.Transaction>;
-  const obj: QueryEvent = { sql, bindings, method, __knexQueryUid: `direct-${++directQueries}` };
-  if (trx.isTransaction && trx.isCompleted?.()) throw new Error(`Transaction query already complete: ${sql.slice(0, 100)}`);
+  if (trx.isTransaction && trx.isCompleted?.()) throw new Error(`Transaction query already complete: ${obj.sql.slice(0, 100)}`);
   const connection = await client.acquireConnection();
   client.emit('query', obj);
   try {
-    const result = await client._query(connection, obj);
+    const result = await run(client, connection);
     client.emit('query-response', result.response, obj);
     return result;
   } catch (err) {
@@ -187,6 +192,24 @@ async function direct(q: Queryable, sql: string, bindings: unknown[], method: 's
     // A transaction's client answers its own connection and keeps it; the pool's is given back.
     if (!trx.isTransaction) await client.releaseConnection(connection);
   }
+}
+
+/**
+ * Runs several statements without bound values (`sql`, separated by semicolons) as one call into SQLite
+ * (sqlite3_exec): one trip through libuv's pool for all of them (db/script.ts builds such scripts). Stops at
+ * the first statement that fails. `commits`: the script ends with the transaction's COMMIT, so `q`'s own
+ * commit sends none (sqlite-client.ts `committedByScript`).
+ */
+export async function execScript(q: Queryable, sql: string, commits = false): Promise<void> {
+  const obj: QueryEvent = { sql, bindings: [], method: 'del', __knexQueryUid: `direct-${++directQueries}` };
+  await onConnection(q, obj, async (_client, connection) => {
+    await new Promise<void>((resolve, reject) => (connection as ScriptConnection).exec(sql, (err) => (err ? reject(err) : resolve())));
+    if (commits) committedByScript.add(connection as object);
+    return {};
+  });
+}
+interface ScriptConnection {
+  exec(sql: string, cb: (err: Error | null) => void): void;
 }
 
 /** Rows of a statement (SELECT, or a write with RETURNING), run directly (see `direct`). */

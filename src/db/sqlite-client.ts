@@ -199,6 +199,12 @@ interface TransactionInternals {
   _rejecter(err: unknown): void;
 }
 
+/**
+ * Connections whose open transaction a script has committed (db/index.ts `execScript`): the transaction's
+ * commit then sends no COMMIT of its own, it only settles.
+ */
+export const committedByScript = new WeakSet<object>();
+
 class ImmediateTransaction extends TransactionSqlite {
   begin(conn: unknown): Promise<unknown> {
     return this.query(conn, 'BEGIN IMMEDIATE;');
@@ -211,6 +217,11 @@ class ImmediateTransaction extends TransactionSqlite {
    */
   commit(conn: unknown, value: unknown): Promise<unknown> {
     const trx = this as unknown as TransactionInternals;
+    if (committedByScript.delete(conn as object)) {
+      trx._completed = true;
+      trx._resolver(value);
+      return Promise.resolve(value);
+    }
     const committed = trx.trxClient.query(conn, 'COMMIT;').then(
       (res) => {
         trx._resolver(value);

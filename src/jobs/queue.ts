@@ -21,6 +21,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Batcher, insertRows } from '../db/batcher.js';
 import { execute, nextIds, placeholders, queryRows, type Db, type Queryable } from '../db/index.js';
+import { write } from '../db/script.js';
 
 export interface Job<P = unknown> {
   id: number;
@@ -283,7 +284,7 @@ export class JobQueue {
   async finishIn(q: Queryable, ids: number[]): Promise<void> {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      await execute(q, `DELETE FROM jobs WHERE id IN (${placeholders(chunk.length)})`, chunk);
+      await write(q, `DELETE FROM jobs WHERE id IN (${placeholders(chunk.length)})`, chunk);
     }
   }
 

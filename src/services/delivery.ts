@@ -11,7 +11,8 @@ import type { AppContext } from '../context.js';
 import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../db/batcher.js';
-import { execute, placeholders, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { placeholders, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { write } from '../db/script.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
 import type { ComposeInput } from '../mta/compose.js';
@@ -165,7 +166,7 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const markSending = shared.batch(async (trx, items: Array<{ email: EmailRow; pending: RecipientRow[]; attempt: number; at: Date }>) => {
     const now = ctx.clock.now().toISOString();
     await settleAll([
-      execute(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${placeholders(items.length)})`, [
+      write(trx, `UPDATE emails SET attempts = attempts + 1, status = 'sending', job_id = NULL, updated_at = ? WHERE id IN (${placeholders(items.length)})`, [
         now,
         ...items.map((i) => i.email.id),
       ]),

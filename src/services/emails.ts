@@ -3,7 +3,7 @@
 // and its delivery job in one transaction. Also the reads, reschedule and cancel.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { execute, nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { nextIds, readsOf, settleAll, type Queryable } from '../db/index.js';
 import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } from '../core/errors.js';
 import { addressKey, domainOf, parseMailbox, type Mailbox } from '../core/address.js';
 import { newPublicId } from '../core/ids.js';
@@ -12,6 +12,7 @@ import { toPage, type Page, type PageRequest } from '../core/paging.js';
 import { htmlToText, inferContentType, textGiven } from '../mta/compose.js';
 import type { KeyMode } from './api-keys.js';
 import { insertRows, sharedWriterOf } from '../db/batcher.js';
+import { deferForeignKeys } from '../db/script.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import {
   addTimeline,
@@ -304,8 +305,8 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     settleAll(teams.map((teamId) => suppressedAmong(trx, teamId, items.filter((i) => i.sender.teamId === teamId).flatMap((i) => recipientsOf(i.checked))))),
     nextIds(trx, ['emails', 'jobs']),
     // An email's children then go in the same round as the email (below): their foreign keys are checked
-    // at COMMIT rather than statement by statement (the pragma ends with the transaction).
-    execute(trx, 'PRAGMA defer_foreign_keys = ON'),
+    // at COMMIT rather than statement by statement (until the transaction ends).
+    deferForeignKeys(trx),
   ]);
   const suppressed = new Map(teams.map((teamId, n) => [teamId, suppressedByTeam[n]!]));
 
@@ -441,8 +442,8 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     insertRows(trx, 'email_recipients', recipients),
     insertRows(trx, 'email_bodies', bodies),
     // Attachments can be large: one row per statement keeps each statement's size reasonable.
-    ...attachments.map((a) => trx('email_attachments').insert(a)),
-    ...sources.map((r) => trx('email_sources').insert(r)),
+    ...attachments.map((a) => insertRows(trx, 'email_attachments', [a])),
+    ...sources.map((r) => insertRows(trx, 'email_sources', [r])),
     insertRows(trx, 'email_events', timeline),
   ]);
   return results as Array<SendResult | AppError>;

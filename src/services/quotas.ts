@@ -7,7 +7,8 @@
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
 import { insertRows } from '../db/batcher.js';
-import { execute, queryRows, settleAll, type Queryable } from '../db/index.js';
+import { queryRows, settleAll, type Queryable } from '../db/index.js';
+import { write } from '../db/script.js';
 import { AppError, conflict, notFound } from '../core/errors.js';
 import { domainOf } from '../core/address.js';
 import { EXTERNAL_CAPS, NEW_ACCOUNT_AGE_MS, OVERAGE_EUR_PER_1000, SEND_QUOTAS } from '../limits/table.js';
@@ -238,7 +239,7 @@ export class SendLedger {
       const t = await pending.catch(() => undefined); // a team that could not be read counted nothing
       if (!t) continue;
       if (t.counted > 0) {
-        writes.push(execute(this.trx, 'INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
+        writes.push(write(this.trx, 'INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
       }
       if (t.stateChanged) {
         // An upsert: every column but the key takes the new value (knex's onConflict().merge()).
