@@ -86,14 +86,14 @@ class WriteScript {
     last.size += text.length;
   }
 
-  /** Whether a write was added. */
-  get empty(): boolean {
-    return this.parts.length === 1 && (this.parts[0] as { text: string[] }).text.length === 1;
-  }
-
-  /** Sends the writes in order, and COMMIT with the last literal part (or alone after a bound statement). */
+  /**
+   * Sends the writes in order, and COMMIT with the last literal part (or alone after a bound statement).
+   * Without writes it sends nothing: the transaction commits as usual. Either way no write is taken after.
+   */
   async commit(trx: Queryable): Promise<void> {
+    if (this.sealed) throw new Error('The writes of this transaction have been sent');
     this.sealed = true;
+    if (this.parts.length === 1 && (this.parts[0] as { text: string[] }).text.length === 1) return; // the pragma alone
     const last = this.parts[this.parts.length - 1]!;
     if (!('text' in last)) this.parts.push({ text: [], size: 0 });
     for (const [n, part] of this.parts.entries()) {
@@ -117,9 +117,8 @@ export function openScript(trx: Queryable): void {
 
 /** Sends `trx`'s held writes and its COMMIT (see `openScript`); the transaction then settles without one of its own. */
 export async function commitScript(trx: Queryable): Promise<void> {
-  const script = scripts.get(trx);
-  scripts.delete(trx);
-  if (script && !script.empty) await script.commit(trx);
+  // Kept, sealed: a write made after this throws rather than running outside the committed transaction.
+  await scripts.get(trx)?.commit(trx);
 }
 
 /**

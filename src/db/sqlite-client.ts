@@ -207,6 +207,7 @@ export const committedByScript = new WeakSet<object>();
 
 class ImmediateTransaction extends TransactionSqlite {
   begin(conn: unknown): Promise<unknown> {
+    committedByScript.delete(conn as object); // a mark left by a transaction that failed after its script committed
     return this.query(conn, 'BEGIN IMMEDIATE;');
   }
 

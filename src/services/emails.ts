@@ -266,10 +266,12 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
 }
 
 /**
- * One transaction for many accepted emails: a handful of multi-row statements whatever their number, sent in
- * three rounds of statements that run at once (`settleAll`): what the checks read, the emails with what does
- * not refer to them, then their children. `trx` must be a write transaction (ids come from the
- * AUTOINCREMENT sequences). Also used directly by system-mail.ts, inside the transaction of the change it reports.
+ * One transaction for many accepted emails: a handful of multi-row statements whatever their number, in two
+ * rounds of statements that run at once (`settleAll`): what the checks read, then every write (the emails'
+ * children beside the emails, foreign keys checked at COMMIT). In the shared writer's transaction the writes
+ * are held for its write script (db/script.ts) and go with its COMMIT. `trx` must be a write transaction (ids
+ * come from the AUTOINCREMENT sequences). Also used directly by system-mail.ts, inside the transaction of the
+ * change it reports.
  */
 export async function writeEmails(ctx: AppContext, trx: Queryable, items: CheckedSend[]): Promise<Array<SendResult | AppError>> {
   const at = ctx.clock.now();

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import { insertRows, SharedWriter, updateFromValues } from '../../src/db/batcher.js';
 import { execScript, execute, queryRows, type Db } from '../../src/db/index.js';
-import { inlineBindings, LITERAL_VALUE_LIMIT, sqlLiteral, write } from '../../src/db/script.js';
+import { commitScript, inlineBindings, LITERAL_VALUE_LIMIT, openScript, sqlLiteral, write } from '../../src/db/script.js';
 import { openScratchDb } from '../helpers/db.js';
 
 async function open(t: Test): Promise<Db> {
@@ -158,4 +158,27 @@ t.test("'in-order' shared writers keep running writes at once: a work reads back
     return (await trx('things').select('name')).map((r: { name: string }) => r.name);
   });
   t.same(seen, ['x']);
+});
+
+t.test('a script commits once: a write after it throws; a script without writes leaves the COMMIT to the transaction', async (t) => {
+  const db = await open(t);
+  const { sent } = watch(db);
+  await db.transaction(async (trx) => {
+    openScript(trx);
+    await write(trx, 'INSERT INTO things (id, name) VALUES (?, ?)', [1, 'one']);
+    await commitScript(trx);
+    await t.rejects(write(trx, 'INSERT INTO things (id, name) VALUES (?, ?)', [2, 'two']), /whose writes have been sent/);
+  });
+  t.same(await names(db), ['one'], 'committed by the script; the late write neither ran nor broke the commit');
+  t.notOk(sent.some((s) => /^COMMIT/i.test(s)));
+
+  sent.length = 0;
+  await db.transaction(async (trx) => {
+    openScript(trx);
+    await trx('things').insert({ id: 3, name: 'three' }); // not a held write: runs at once
+    await commitScript(trx);
+  });
+  t.same(await names(db), ['one', 'three']);
+  t.equal(sent.filter((s) => /^COMMIT/i.test(s)).length, 1, 'the transaction sent its own COMMIT');
+  t.notOk(sent.some((s) => s.startsWith('PRAGMA defer_foreign_keys')), 'no script was sent');
 });
