@@ -77,8 +77,8 @@ export function chunkRows<T extends object>(rows: T[], maxVariables = 30_000, ma
 /**
  * A multi-row INSERT of `rows` into `table`: the first row's keys are the columns (a missing value is NULL),
  * in chunks (chunkRows) one after another, so that AUTOINCREMENT ids follow the rows' order. `tail` follows
- * the VALUES (e.g. an ON CONFLICT clause). Run directly (db.execute), for the send path's hot inserts; in a
- * transaction with a write script (script.ts), held for it.
+ * the VALUES (e.g. an ON CONFLICT clause). For the send path's hot inserts: written out and run straight on
+ * the connection, or held for the transaction's write script if it has one (script.ts `write`).
  */
 export async function insertRows(q: Queryable, table: string, rows: readonly object[], tail = ''): Promise<void> {
   if (rows.length === 0) return;
@@ -147,13 +147,13 @@ export class SharedWriter {
 
   /**
    * A writer of items that share works: every item handed in before the next transaction starts goes into
-   * one work of that transaction (`write` answers one result per item, in order; at most `maxBatch` items
+   * one work of that transaction (`writeItems` answers one result per item, in order; at most `maxBatch` items
    * per work, the rest in the next). A Batcher in front of `run` would hand its next batch in only once its
    * previous one had committed, so its items waited for every other writer's transaction in between; here
    * they join the next transaction whatever ran before. When the work fails (after the shared transaction's
    * retry alone), each of its items is written again alone, so one bad item fails only its own caller.
    */
-  batch<I, O>(write: (trx: Tx, items: I[]) => Promise<O[]>, maxBatch = 200): (item: I) => Promise<O> {
+  batch<I, O>(writeItems: (trx: Tx, items: I[]) => Promise<O[]>, maxBatch = 200): (item: I) => Promise<O> {
     const queue: Array<Waiting<I, O>> = [];
     let slot = false; // a work is waiting for the next transaction and will take the queue
     const schedule = () => {
@@ -168,12 +168,12 @@ export class SharedWriter {
         }
         return taken;
       };
-      this.run((trx) => write(trx, take().map((w) => w.item))).then(
+      this.run((trx) => writeItems(trx, take().map((w) => w.item))).then(
         (out) => take().forEach((w, i) => w.resolve(out[i]!)),
         (err: unknown) => {
           const items = take(); // also when the work never ran (its transaction could not begin)
           if (items.length === 1) return items[0]!.reject(err);
-          for (const w of items) this.run((trx) => write(trx, [w.item])).then((out) => w.resolve(out[0]!), (e: unknown) => w.reject(e));
+          for (const w of items) this.run((trx) => writeItems(trx, [w.item])).then((out) => w.resolve(out[0]!), (e: unknown) => w.reject(e));
         },
       );
     };
