@@ -5,6 +5,7 @@ import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
 import { CachedSqliteClient, committedByScript, ImmediateSqliteClient } from './sqlite-client.js';
+import { loadTableColumns, queryJson } from './json-reads.js';
 
 const require = createRequire(import.meta.url);
 
@@ -68,6 +69,7 @@ export async function openDatabase(dataDir: string): Promise<Db> {
   await db.migrate.latest({
     migrationSource: migrationSource(),
   });
+  await loadTableColumns(db);
   const reads = knex({
     client: CachedSqliteClient as unknown as typeof knex.Client,
     connection: { filename: path.join(dataDir, DB_FILE) },
@@ -228,6 +230,6 @@ export async function execute(q: Queryable, sql: string, bindings: unknown[] = [
  * them before it commits). Rows inserted with explicit ids from here move the sequence on as usual.
  */
 export async function nextIds<N extends string>(trx: Queryable, tables: readonly N[]): Promise<Record<N, number>> {
-  const rows = await queryRows<{ name: string; seq: number }>(trx, `SELECT name, seq FROM sqlite_sequence WHERE name IN (${placeholders(tables.length)})`, [...tables]);
-  return Object.fromEntries(tables.map((t) => [t, (rows.find((r) => r.name === t)?.seq ?? 0) + 1])) as Record<N, number>;
+  const seqs = await queryJson<Record<string, number>>(trx, `SELECT json_group_object(name, seq) FROM sqlite_sequence WHERE name IN (${placeholders(tables.length)})`, [...tables]);
+  return Object.fromEntries(tables.map((t) => [t, (seqs?.[t] ?? 0) + 1])) as Record<N, number>;
 }

@@ -12,6 +12,7 @@ import { MINUTE, HOUR } from '../core/clock.js';
 import { addressKey, parseMailbox } from '../core/address.js';
 import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../db/batcher.js';
 import { placeholders, queryRows, readsOf, settleAll, type Queryable } from '../db/index.js';
+import { jsonObjectOf, queryJson } from '../db/json-reads.js';
 import { write } from '../db/script.js';
 import { recordEvents, type EventRow } from '../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../jobs/queue.js';
@@ -114,30 +115,36 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
   const reads = readsOf(ctx.db);
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
-    // All at once: an email and its rows are committed together, so reads on different connections agree.
-    // Its body comes with it, and whether it has attachments or a source: most have neither, and those that
-    // do are read in a second round (rows that never change once written).
+    // All at once: an email and its rows are committed together, and the three JSON reads go as one statement
+    // (db/json-reads.ts), one snapshot. Its body comes with it, and whether it has attachments or a source:
+    // most have neither, and those that do are read in a second round (rows that never change once written).
     const list = placeholders(ids.length);
-    const [rows, recipients, domainKeys] = await settleAll([
-      queryRows<EmailRow & { body_html: string | null; body_text: string | null; has_attachments: number; has_source: number }>(
+    const [loaded, recipientRows, keyRows] = await settleAll([
+      queryJson<Array<[EmailRow, string | null, string | null, number, number]>>(
         reads,
-        `SELECT e.*, b.html AS body_html, b.text AS body_text,
-           EXISTS (SELECT 1 FROM email_attachments AS a WHERE a.email_id = e.id) AS has_attachments,
-           EXISTS (SELECT 1 FROM email_sources AS s WHERE s.email_id = e.id) AS has_source
+        `SELECT json_group_array(json_array(${jsonObjectOf('emails', 'e')}, b.html, b.text,
+           EXISTS (SELECT 1 FROM email_attachments AS a WHERE a.email_id = e.id),
+           EXISTS (SELECT 1 FROM email_sources AS s WHERE s.email_id = e.id)))
          FROM emails AS e LEFT JOIN email_bodies AS b ON b.email_id = e.id WHERE e.id IN (${list})`,
         ids,
       ),
-      queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list}) ORDER BY id`, ids),
-      queryRows<DomainKeyRow>(
+      queryJson<RecipientRow[]>(
         reads,
-        `SELECT d.id AS domain_id, d.name, d.tls_mode, k.selector, k.private_key_sealed
+        `SELECT json_group_array(${jsonObjectOf('email_recipients', 'r')} ORDER BY r.id) FROM email_recipients AS r WHERE r.email_id IN (${list})`,
+        ids,
+      ),
+      queryJson<DomainKeyRow[]>(
+        reads,
+        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'private_key_sealed', k.private_key_sealed))
          FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
          WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
         ids,
       ),
     ]);
-    const withAttachments = rows.filter((r) => r.has_attachments).map((r) => r.id);
-    const withSource = rows.filter((r) => r.has_source).map((r) => r.id);
+    // An aggregate answers a row (an empty array) also when nothing matched: null only in types.
+    const [rows, recipients, domainKeys] = [loaded ?? [], recipientRows ?? [], keyRows ?? []];
+    const withAttachments = rows.filter(([, , , hasAttachments]) => hasAttachments).map(([email]) => email.id);
+    const withSource = rows.filter(([, , , , hasSource]) => hasSource).map(([email]) => email.id);
     const [attachments, sources] = await settleAll([
       withAttachments.length
         ? queryRows<AttachmentRow>(reads, `SELECT * FROM email_attachments WHERE email_id IN (${placeholders(withAttachments.length)}) ORDER BY position`, withAttachments)
@@ -145,9 +152,9 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
       withSource.length ? queryRows<{ email_id: number; raw: Buffer }>(reads, `SELECT * FROM email_sources WHERE email_id IN (${placeholders(withSource.length)})`, withSource) : [],
     ]);
     return ids.map((id) => {
-      const row = rows.find((e) => e.id === id);
+      const row = rows.find(([email]) => email.id === id);
       if (!row) return undefined;
-      const { body_html: html, body_text: text, has_attachments: hasAttachments, has_source: hasSource, ...email } = row;
+      const [email, html, text, hasAttachments, hasSource] = row;
       const mine = attachments.filter((a) => a.email_id === id);
       const source = sources.find((s) => s.email_id === id)?.raw;
       // Deleted between the two rounds (retention): as if gone.

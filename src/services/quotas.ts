@@ -7,7 +7,8 @@
 import type { AppContext } from '../context.js';
 import type { Plan } from '../config.js';
 import { insertRows } from '../db/batcher.js';
-import { queryRows, settleAll, type Queryable } from '../db/index.js';
+import { settleAll, type Queryable } from '../db/index.js';
+import { jsonObjectOf, queryJson } from '../db/json-reads.js';
 import { write } from '../db/script.js';
 import { AppError, conflict, notFound } from '../core/errors.js';
 import { domainOf } from '../core/address.js';
@@ -136,24 +137,25 @@ export class SendLedger {
   }
 
   private async read(teamId: string): Promise<TeamLedger> {
-    // One statement: the team, its sending state, this month's count and its domains' names.
-    const [joined] = await queryRows<Omit<SendStateRow, 'team_id'> & { team_id: string | null; plan: Plan; created_at: string; sent: number | null; own_domains: string }>(
+    // One value: the team, its sending state, this month's count and its domains' names (a JSON read, which
+    // joins the other reads of the accept transaction's first round in one statement).
+    const joined = await queryJson<{ plan: Plan; created_at: string; state: SendStateRow | null; sent: number | null; own_domains: string[] }>(
       this.trx,
-      `SELECT t.plan, t.created_at, s.*, u.sent,
-         (SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id) AS own_domains
-       FROM teams AS t
-       LEFT JOIN team_send_state AS s ON s.team_id = t.id
-       LEFT JOIN team_usage AS u ON u.team_id = t.id AND u.month = ?
-       WHERE t.id = ? LIMIT 1`,
+      `SELECT json_object(
+         'plan', t.plan, 'created_at', t.created_at,
+         'state', (SELECT ${jsonObjectOf('team_send_state', 's')} FROM team_send_state AS s WHERE s.team_id = t.id),
+         'sent', (SELECT u.sent FROM team_usage AS u WHERE u.team_id = t.id AND u.month = ?),
+         'own_domains', (SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id))
+       FROM teams AS t WHERE t.id = ? LIMIT 1`,
       [monthOf(this.at), teamId],
     );
     if (!joined) throw notFound('Team not found');
-    const { plan, created_at: createdAt, sent, own_domains: own, ...stored } = joined;
+    const { plan, created_at: createdAt, sent, own_domains: own, state } = joined;
     return {
       plan,
       createdAt,
-      state: stored.team_id === null ? emptyState(teamId) : (stored as SendStateRow),
-      ownDomains: (JSON.parse(own) as string[]).map((d) => d.toLowerCase()),
+      state: state ?? emptyState(teamId),
+      ownDomains: own.map((d) => d.toLowerCase()),
       sent: sent ?? 0,
       counted: 0,
       stateChanged: false,

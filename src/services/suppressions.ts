@@ -1,5 +1,6 @@
 // The team's suppression list: addresses the box will not send to (hard bounces, complaints, manual).
-import { placeholders, queryRows, type Queryable } from '../db/index.js';
+import { placeholders, type Queryable } from '../db/index.js';
+import { queryJson } from '../db/json-reads.js';
 import { addressKey } from '../core/address.js';
 
 export type SuppressionReason = 'bounce' | 'complaint' | 'manual' | 'unsubscribe';
@@ -8,8 +9,8 @@ export type SuppressionReason = 'bounce' | 'complaint' | 'manual' | 'unsubscribe
 export async function suppressedAmong(q: Queryable, teamId: string, addresses: string[]): Promise<Set<string>> {
   if (addresses.length === 0) return new Set();
   const keys = [...new Set(addresses.map(addressKey))];
-  const rows = await queryRows<{ email: string }>(q, `SELECT email FROM suppressions WHERE team_id = ? AND email IN (${placeholders(keys.length)})`, [teamId, ...keys]);
-  return new Set(rows.map((r) => r.email));
+  const emails = await queryJson<string[]>(q, `SELECT json_group_array(email) FROM suppressions WHERE team_id = ? AND email IN (${placeholders(keys.length)})`, [teamId, ...keys]);
+  return new Set(emails ?? []);
 }
 
 /** Adds an address (idempotent: an existing entry keeps its first reason). */
