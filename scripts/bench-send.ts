@@ -4,7 +4,7 @@
 //   npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--render-nice <config>]
-//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--keep]
+//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--keep]
 //
 // Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
@@ -64,6 +64,7 @@ interface Options {
   profile: boolean;
   /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
   cpuProfileDir: string | undefined;
+  allocProfileDir: string | undefined;
   keep: boolean;
   timeoutS: number;
 }
@@ -86,6 +87,7 @@ function parseArgs(argv: string[]): Options {
     split: false,
     profile: false,
     cpuProfileDir: undefined,
+    allocProfileDir: undefined,
     keep: false,
     timeoutS: 600,
   };
@@ -154,6 +156,9 @@ function parseArgs(argv: string[]): Options {
       case '--cpu-profile':
         o.cpuProfileDir = value();
         break;
+      case '--alloc-profile':
+        o.allocProfileDir = value();
+        break;
       case '--keep':
         o.keep = true;
         break;
@@ -162,7 +167,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -641,7 +646,12 @@ async function main(): Promise<void> {
 
   // --cpu-profile DIR: the main thread's CPU profile per phase (intake, then delivery or the rest), written as
   // DIR/<phase>-<part>.cpuprofile (open in Chrome DevTools or speedscope).
-  const profiler = opts.cpuProfileDir ? await mainThreadProfiler(opts.cpuProfileDir) : undefined;
+  // --alloc-profile DIR: the main thread's sampled allocations instead, as DIR/<phase>-<part>.heapprofile.
+  const profiler = opts.cpuProfileDir
+    ? await mainThreadProfiler(opts.cpuProfileDir)
+    : opts.allocProfileDir
+      ? await mainThreadProfiler(opts.allocProfileDir, 'alloc')
+      : undefined;
 
   let exitCode = 0;
   try {
