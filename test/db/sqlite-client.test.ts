@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { CHECKPOINT_EVERY_MS, DB_FILE, openDatabase, readsOf, WRITER_CHECKPOINT_PAGES, type Db } from '../../src/db/index.js';
+import { createRequire } from 'node:module';
+import { CHECKPOINT_EVERY_MS, DB_FILE, openDatabase, queryRows, readsOf, WRITER_CHECKPOINT_PAGES, type Db } from '../../src/db/index.js';
 import { KEPT_BINDING_BYTES, keptStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-client.js';
 import { openScratchDb } from '../helpers/db.js';
 
@@ -136,6 +137,45 @@ t.test('a COMMIT that fails (a deferred foreign key left broken) rolls back: not
   t.equal(await db('things').where({ name: 'kept?' }).first(), undefined, 'the transaction was rolled back');
   await db.transaction(async (trx) => void (await trx('things').insert({ name: 'next', n: 2 })));
   t.same(await db('things').select('name'), [{ name: 'next' }], 'the next transaction begins and commits');
+});
+
+interface RawDb {
+  exec(sql: string, cb: (err: Error | null) => void): void;
+  close(cb: (err: Error | null) => void): void;
+}
+
+/** A connection of "another process" to the same file (the admin CLI's, say): it can hold the write lock. */
+async function otherConnection(t: Test, db: Db): Promise<{ exec(sql: string): Promise<void> }> {
+  const sqlite3 = createRequire(import.meta.url)('sqlite3') as { Database: new (file: string, cb: (err: Error | null) => void) => RawDb };
+  const file = (db.client.config.connection as { filename: string }).filename;
+  const conn = await new Promise<RawDb>((resolve, reject) => {
+    const c = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(c)));
+  });
+  t.teardown(() => new Promise<void>((resolve) => conn.close(() => resolve())));
+  return { exec: (sql) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve()))) };
+}
+
+t.test('a BEGIN that fails fails its transaction: its writes do not run, and the connection goes on', async (t) => {
+  const db = await open(t);
+  await db.raw('PRAGMA busy_timeout = 50'); // the writer's one connection
+  t.teardown(() => db.raw('PRAGMA busy_timeout = 5000'));
+  const other = await otherConnection(t, db);
+  await other.exec('BEGIN IMMEDIATE');
+  let wrote = false;
+  await t.rejects(
+    db.transaction(async (trx) => {
+      t.same(await queryRows(trx, 'SELECT count(*) AS n FROM things'), [{ n: 0 }], 'the read is answered');
+      await trx('things').insert({ name: 'b', n: 2 });
+      wrote = true;
+    }),
+    /SQLITE_BUSY/,
+  );
+  t.notOk(wrote, 'the write was refused');
+  await other.exec('COMMIT');
+  t.same(await db('things').pluck('name'), [], 'nothing was written outside the transaction');
+  await db.transaction(async (trx) => void (await trx('things').insert({ name: 'next', n: 3 })));
+  await db('things').insert({ name: 'alone', n: 4 });
+  t.same(await db('things').orderBy('id').pluck('name'), ['next', 'alone'], 'later transactions and writes run');
 });
 
 t.test(`at most ${STATEMENT_CACHE_SIZE} statements kept per connection; the evicted ones prepare again`, async (t) => {
