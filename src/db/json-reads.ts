@@ -1,7 +1,7 @@
 // Reads that share one statement. Every statement node-sqlite3 runs is a trip through libuv's thread pool: a
 // pool thread is woken, and on two busy cores that wake-up often takes the CPU from the event loop until the
-// statement is done (bench:send's profiles: a third of the main thread's time inside those calls at 500
-// emails/s). The send path's reads of one turn — the accept transaction's quota figures, suppressions and
+// statement is done (bench:send's profiles at 500 emails/s: about a quarter of the main thread's wall time
+// inside those calls). The send path's reads of one turn — the accept transaction's quota figures, suppressions and
 // next ids; the delivery handler's emails, recipients and keys — are independent, so they go as one
 // statement, each as a scalar subquery answering JSON: `SELECT (a) AS j0, (b) AS j1, …`.
 import { queryRows, type Queryable } from './index.js';
@@ -91,14 +91,10 @@ export async function loadTableColumns(q: Queryable): Promise<void> {
     `SELECT m.name AS table_name, c.name, c.type FROM sqlite_schema AS m, pragma_table_info(m.name) AS c
      WHERE m.type = 'table' ORDER BY m.name, c.cid`,
   );
-  const columns = new Map<string, string[]>();
-  for (const r of rows) {
-    // A BLOB has no JSON form (SQLite refuses it): such tables are read as rows.
-    if (/blob/i.test(r.type)) columns.set(r.table_name, []);
-    else if (columns.get(r.table_name)?.length !== 0) columns.set(r.table_name, [...(columns.get(r.table_name) ?? []), r.name]);
-  }
   tableColumns.clear();
-  for (const [table, names] of columns) if (names.length) tableColumns.set(table, names);
+  // A BLOB has no JSON form (SQLite refuses it): tables with one are read as rows.
+  const withBlobs = new Set(rows.filter((r) => /blob/i.test(r.type)).map((r) => r.table_name));
+  for (const r of rows) if (!withBlobs.has(r.table_name)) tableColumns.set(r.table_name, [...(tableColumns.get(r.table_name) ?? []), r.name]);
 }
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;

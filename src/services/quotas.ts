@@ -138,14 +138,15 @@ export class SendLedger {
 
   private async read(teamId: string): Promise<TeamLedger> {
     // One value: the team, its sending state, this month's count and its domains' names (a JSON read, which
-    // joins the other reads of the accept transaction's first round in one statement).
+    // joins the other reads of the accept transaction's first round in one statement). json() keeps a
+    // subquery's JSON an object rather than text on SQLite builds that drop its subtype.
     const joined = await queryJson<{ plan: Plan; created_at: string; state: SendStateRow | null; sent: number | null; own_domains: string[] }>(
       this.trx,
       `SELECT json_object(
          'plan', t.plan, 'created_at', t.created_at,
-         'state', (SELECT ${jsonObjectOf('team_send_state', 's')} FROM team_send_state AS s WHERE s.team_id = t.id),
+         'state', json((SELECT ${jsonObjectOf('team_send_state', 's')} FROM team_send_state AS s WHERE s.team_id = t.id)),
          'sent', (SELECT u.sent FROM team_usage AS u WHERE u.team_id = t.id AND u.month = ?),
-         'own_domains', (SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id))
+         'own_domains', json((SELECT json_group_array(d.name) FROM domains AS d WHERE d.team_id = t.id)))
        FROM teams AS t WHERE t.id = ? LIMIT 1`,
       [monthOf(this.at), teamId],
     );
