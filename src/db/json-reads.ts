@@ -5,6 +5,7 @@
 // next ids; the delivery handler's emails, recipients and keys — are independent, so they go as one
 // statement, each as a scalar subquery answering JSON: `SELECT (a) AS j0, (b) AS j1, …`.
 import { queryRows, type Queryable } from './index.js';
+import { sqlLiteral } from './script.js';
 
 interface Part {
   sql: string;
@@ -94,7 +95,12 @@ export async function loadTableColumns(q: Queryable): Promise<void> {
   tableColumns.clear();
   // A BLOB has no JSON form (SQLite refuses it): tables with one are read as rows.
   const withBlobs = new Set(rows.filter((r) => /blob/i.test(r.type)).map((r) => r.table_name));
-  for (const r of rows) if (!withBlobs.has(r.table_name)) tableColumns.set(r.table_name, [...(tableColumns.get(r.table_name) ?? []), r.name]);
+  for (const r of rows) {
+    if (withBlobs.has(r.table_name)) continue;
+    const names = tableColumns.get(r.table_name);
+    if (names) names.push(r.name);
+    else tableColumns.set(r.table_name, [r.name]);
+  }
 }
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -109,5 +115,5 @@ export function jsonObjectOf(table: string, alias: string): string {
   if (!names) throw new Error(`No JSON row for table ${table}: unknown, or it has a BLOB column (loadTableColumns)`);
   // SQLite takes at most 127 arguments per function call (SQLITE_MAX_FUNCTION_ARG).
   if (names.length > 63) throw new Error(`No JSON row for table ${table}: ${names.length} columns are more than json_object takes`);
-  return `json_object(${names.map((n) => `'${n.replaceAll("'", "''")}', ${quoteIdent(alias)}.${quoteIdent(n)}`).join(', ')})`;
+  return `json_object(${names.map((n) => `${sqlLiteral(n)}, ${quoteIdent(alias)}.${quoteIdent(n)}`).join(', ')})`;
 }
