@@ -70,6 +70,9 @@ t.test('inlineBindings: placeholders outside quotes take the values in order; a 
   t.equal(inlineBindings('INSERT INTO t (a, b) VALUES (?, ?)', ["o'k", 3]), "INSERT INTO t (a, b) VALUES ('o''k', 3)");
   t.equal(inlineBindings(`UPDATE "t?" SET a = '?', b = ? WHERE [c?] = ? AND \`d?\` = 1`, [1, 2]), `UPDATE "t?" SET a = '?', b = 1 WHERE [c?] = 2 AND \`d?\` = 1`);
   t.equal(inlineBindings("SELECT 'it''s ?', ?", [null]), "SELECT 'it''s ?', NULL");
+  t.equal(inlineBindings('SELECT ?, ?', ["a ? and $& and $1 and '", 'b']), "SELECT 'a ? and $& and $1 and ''', 'b'", "a value's ? and $ patterns are text, not placeholders");
+  t.equal(inlineBindings("SELECT ?, 'open ?", [1]), "SELECT 1, 'open ?", 'an unclosed quote runs to the end');
+  t.equal(inlineBindings('SELECT [a""?], "b[?", ?', [2]), 'SELECT [a""?], "b[?", 2', 'quotes inside other quotes are text');
   t.throws(() => inlineBindings('SELECT ?, ?', [1]), /More placeholders than bindings/);
   t.throws(() => inlineBindings('SELECT ?', [1, 2]), /2 bindings for 1 placeholders/);
   t.throws(() => sqlLiteral({ an: 'object' }), /No SQL literal/);
