@@ -96,23 +96,24 @@ export function threadsCpuSince(before: Map<string, number>): string {
 }
 
 /** The main thread's CPU profile between start() and stop(name), written as DIR/<name>.cpuprofile (Chrome DevTools, speedscope). */
-export async function mainThreadProfiler(dir: string, kind: 'cpu' | 'alloc' = 'cpu') {
+export async function mainThreadProfiler(dir: string, kind: 'cpu' | 'alloc' | 'survivors' = 'cpu') {
   const { Session } = await import('node:inspector/promises');
   const { mkdirSync, writeFileSync } = await import('node:fs');
   mkdirSync(dir, { recursive: true });
   const session = new Session();
   session.connect();
-  if (kind === 'alloc') {
+  if (kind !== 'cpu') {
     // Every allocation sampled (one per 16 KB allocated on average), including the objects the young
     // generation's scavenges and the full collections have freed since: what makes the collector run, not
-    // what is still alive at the end.
+    // what is still alive at the end. 'survivors' leaves out what a scavenge freed: what the scavenges copy
+    // (their cost grows with it) and promote to the old generation.
     await session.post('HeapProfiler.enable');
     return {
       start: () =>
         session.post('HeapProfiler.startSampling', {
           samplingInterval: 16384,
           includeObjectsCollectedByMajorGC: true,
-          includeObjectsCollectedByMinorGC: true,
+          includeObjectsCollectedByMinorGC: kind === 'alloc',
         }),
       async stop(name: string) {
         const { profile } = await session.post('HeapProfiler.stopSampling');

@@ -4,7 +4,7 @@
 //   npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--render-nice <config>]
-//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--keep]
+//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep]
 //
 // Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
@@ -66,6 +66,7 @@ interface Options {
   /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
   cpuProfileDir: string | undefined;
   allocProfileDir: string | undefined;
+  survivorsProfileDir: string | undefined;
   keep: boolean;
   timeoutS: number;
 }
@@ -89,6 +90,7 @@ function parseArgs(argv: string[]): Options {
     profile: false,
     cpuProfileDir: undefined,
     allocProfileDir: undefined,
+    survivorsProfileDir: undefined,
     keep: false,
     timeoutS: 600,
   };
@@ -160,6 +162,9 @@ function parseArgs(argv: string[]): Options {
       case '--alloc-profile':
         o.allocProfileDir = value();
         break;
+      case '--survivors-profile':
+        o.survivorsProfileDir = value();
+        break;
       case '--keep':
         o.keep = true;
         break;
@@ -168,7 +173,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -635,12 +640,15 @@ async function main(): Promise<void> {
 
   // --cpu-profile DIR: the main thread's CPU profile per phase (intake, then delivery or the rest), written as
   // DIR/<phase>-<part>.cpuprofile (open in Chrome DevTools or speedscope).
-  // --alloc-profile DIR: the main thread's sampled allocations instead, as DIR/<phase>-<part>.heapprofile.
+  // --alloc-profile DIR: the main thread's sampled allocations instead, as DIR/<phase>-<part>.heapprofile;
+  // --survivors-profile DIR: only those that outlived a scavenge (what the young generation copies and promotes).
   const profiler = opts.cpuProfileDir
     ? await mainThreadProfiler(opts.cpuProfileDir)
     : opts.allocProfileDir
       ? await mainThreadProfiler(opts.allocProfileDir, 'alloc')
-      : undefined;
+      : opts.survivorsProfileDir
+        ? await mainThreadProfiler(opts.survivorsProfileDir, 'survivors')
+        : undefined;
 
   let exitCode = 0;
   try {
