@@ -95,7 +95,10 @@ export function threadsCpuSince(before: Map<string, number>): string {
   return rows.sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${ms.toFixed(0)}`).join(', ') + ' ms';
 }
 
-/** The main thread's CPU profile between start() and stop(name), written as DIR/<name>.cpuprofile (Chrome DevTools, speedscope). */
+/**
+ * The main thread's profile between start() and stop(name): its CPU ('cpu', DIR/<name>.cpuprofile: Chrome DevTools,
+ * speedscope) or its sampled allocations ('alloc', 'survivors': DIR/<name>.heapprofile).
+ */
 export async function mainThreadProfiler(dir: string, kind: 'cpu' | 'alloc' | 'survivors' = 'cpu') {
   const { Session } = await import('node:inspector/promises');
   const { mkdirSync, writeFileSync } = await import('node:fs');
