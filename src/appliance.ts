@@ -6,23 +6,23 @@ import { createContext, type AppContext, type ContextOptions } from './context.j
 import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
 import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
-import { bootstrapIfEmpty, type BootstrapResult } from './services/bootstrap.js';
-import { createDeliveryHandler } from './services/delivery.js';
-import { DELIVER_JOB, setTextDeriver } from './services/emails.js';
-import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/retention.js';
+import { bootstrapIfEmpty, type BootstrapResult } from './services/housekeeping/bootstrap.js';
+import { createDeliveryHandler } from './services/sending/delivery.js';
+import { DELIVER_JOB, setTextDeriver } from './services/sending/emails.js';
+import { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/housekeeping/retention.js';
 import { createMta, mtaOptions } from './mta/deliver.js';
 import { RenderPool } from './mta/render-pool.js';
 import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
-import { deliverWebhook, WebhookSender } from './services/webhook-delivery.js';
+import { deliverWebhook, WebhookSender } from './services/notifications/webhook-delivery.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
-import { createInboundReceiver } from './services/inbound.js';
-import { createLocalDelivery } from './services/local-delivery.js';
-import { checkMessage, InboundAuthPool } from './services/inbound-auth.js';
+import { createInboundReceiver } from './services/inbound/receiver.js';
+import { createLocalDelivery } from './services/inbound/local-delivery.js';
+import { checkMessage, InboundAuthPool } from './services/inbound/auth.js';
 import { cachedLookups } from './dns/cached-lookups.js';
-import { createMailboxDelivery } from './services/inbound-mailbox.js';
+import { createMailboxDelivery } from './services/inbound/mailbox-delivery.js';
 import { SmtpGuards } from './limits/smtp-guards.js';
 import { startSubmission, type SubmissionListeners } from './smtp/submission.js';
 import { startPop3, type Pop3Listeners } from './pop3/server.js';
@@ -87,7 +87,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     // resolver (ContextOptions.dns) cannot be handed to a thread, so then they run on this one.
     const inlineLookup = cachedLookups(ctx.dns, () => ctx.clock.now().getTime());
     const auth = (authPool = new InboundAuthPool(opts.dns ? 0 : config.inboundAuthThreads, { dnsServers: config.dnsServers, dnsTimeoutMs: config.dnsTimeoutMs }, (input) => checkMessage(input, inlineLookup), ctx.log.child({ component: 'mx' })));
-    // One receiver for the MX and for mail the box sends to addresses it serves (services/local-delivery.ts).
+    // One receiver for the MX and for mail the box sends to addresses it serves (services/inbound/local-delivery.ts).
     const receiver = createInboundReceiver(ctx, createMailboxDelivery(ctx, ctx.mailstore), auth);
     ctx.jobs.register(DELIVER_JOB, createDeliveryHandler(ctx, outbound, render, createLocalDelivery(ctx, ctx.mailstore, receiver)));
     setTextDeriver(ctx, (html) => render.htmlToText(html));

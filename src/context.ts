@@ -28,13 +28,13 @@ export interface AppContext {
   /** Mailboxes, folders, messages and their change feed (src/mailstore/); the only way to their tables. */
   readonly mailstore: MailStore;
   /**
-   * Emitted after every change (committed or failed) that services/domains.ts makes to a domain, so that
+   * Emitted after every change (committed or failed) that services/platform/domains.ts makes to a domain, so that
    * caches of domain facts (sender domains, the MX's recipient directory) forget them.
    */
   readonly domainChanges: Signal;
   /**
    * Emitted after every change (committed or failed) to an API key or a team's plan made in this process
-   * (services/api-keys.ts, services/teams.ts), so that the keys `authenticate` remembers are forgotten.
+   * (services/platform/api-keys.ts, services/platform/teams.ts), so that the keys `authenticate` remembers are forgotten.
    */
   readonly apiKeyChanges: Signal;
 }

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { badRequest } from '../core/errors.js';
-import { MAX_IDEMPOTENCY_KEY } from './schemas/emails.js';
+import { MAX_IDEMPOTENCY_KEY } from './schemas/sending/emails.js';
 
 /**
  * A single send's idempotency key: the body's `idempotency_key`, else its `Idempotency-Key` header, held to

@@ -1,6 +1,6 @@
 // The SMTP figures of the spec's Limits section as one object the submission listener holds (made by the
 // composition root, counters in memory, time from the context clock): the per-mailbox submission rate and
-// the failed-login blocks. Quota refusals of a send are a different matter: services/quotas.ts, answered 451.
+// the failed-login blocks. Quota refusals of a send are a different matter: services/sending/quotas.ts, answered 451.
 import type { Clock } from '../core/clock.js';
 import { FixedWindowCounter, type Hit } from './fixed-window.js';
 import { SMTP_LIMITS } from './table.js';

@@ -1,5 +1,5 @@
 // Every figure of the spec's Limits section that is not an account limit, in one table
-// (account limits and retention per plan: PLAN_LIMITS in services/limits.ts). Middleware, the quota
+// (account limits and retention per plan: PLAN_LIMITS in services/platform/limits.ts). Middleware, the quota
 // service and the usage report read these; no figure is written anywhere else.
 import type { Plan } from '../config.js';
 import { HOUR, MINUTE, SECOND } from '../core/clock.js';

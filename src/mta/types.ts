@@ -37,7 +37,7 @@ export interface RecipientOutcome {
 export interface RouteTaken {
   /**
    * direct: the recipient domain's MX; relay: a smarthost (the global one or a named route); local: an address
-   * this box serves, delivered without leaving it (services/local-delivery.ts).
+   * this box serves, delivered without leaving it (services/inbound/local-delivery.ts).
    */
   kind: 'direct' | 'relay' | 'local';
   /** Name of the route rule that chose a relay, or "default". */

@@ -2,11 +2,11 @@
 //   connect   per-IP and overall connection caps (421 4.7.0); from 80% of the overall cap, stress: short
 //             timeouts, fewer errors and sessions per address tolerated (./listener-guard.ts)
 //   MAIL      any sender, the null reverse path included; a declared SIZE over the advertised one is 552 5.3.4
-//   RCPT      services/inbound-routing.ts decides; unknown user 550 5.1.1, a domain we do not serve
+//   RCPT      services/inbound/routing.ts decides; unknown user 550 5.1.1, a domain we do not serve
 //             550 5.7.1 (no relaying), more than MAX_RECIPIENTS 452 4.5.3
 //   DATA      read up to the size limit (552 5.3.4 past it, RFC 1870 §6.1) and the memory budget of all
 //             sessions (452 4.3.1 past it); reports addressed to us parsed here (pure
-//             codecs in ./reports/); services/inbound.ts authenticates and stores; 250 only after it
+//             codecs in ./reports/); services/inbound/receiver.ts authenticates and stores; 250 only after it
 //             committed; DMARC reject 550 5.7.1 (451 4.7.0 when a DNS look-up of the check went unanswered);
 //             anything unexpected 451 4.3.0 (the sender retries).
 // STARTTLS with the box's certificate; no AUTH on the MX. Nothing a client sends can throw out of a hook.
@@ -18,9 +18,9 @@ import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
 import { guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
-import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
-import type { InboundReceiver, Notices } from '../services/inbound.js';
-import { MailboxFullError } from '../services/inbound-mailbox.js';
+import { routeRecipient, type RecipientRoute } from '../services/inbound/routing.js';
+import type { InboundReceiver, Notices } from '../services/inbound/receiver.js';
+import { MailboxFullError } from '../services/inbound/mailbox-delivery.js';
 import { isFeedbackReport, parseComplaint } from './reports/arf.js';
 import { parseAggregateReport } from './reports/dmarc-aggregate.js';
 import { parseBounce } from './reports/dsn.js';

@@ -1,6 +1,6 @@
 // SMTP submission (RFC 6409) on two listeners: MAIL_SUBMISSION_PORT (STARTTLS; AUTH only once the session
 // is encrypted) and MAIL_SUBMISSIONS_PORT (implicit TLS, RFC 8314). smtp-server speaks the protocol; the
-// hooks below are thin adapters over services/submission.ts, and every refusal is one of the replies in
+// hooks below are thin adapters over services/sending/submission.ts, and every refusal is one of the replies in
 // REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451. Each
 // listener goes under stress past 80% of its SUBMISSION_MAX_CLIENTS (./listener-guard.ts).
 import type { AddressInfo } from 'node:net';
@@ -12,9 +12,9 @@ import { normaliseAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseSilently, refuseWith } from '../core/listener-limits.js';
 import { eachConnection, guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
-import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/quotas.js';
-import { MAX_RECIPIENTS } from '../services/emails.js';
-import { authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/submission.js';
+import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/sending/quotas.js';
+import { MAX_RECIPIENTS } from '../services/sending/emails.js';
+import { authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/sending/submission.js';
 
 /** Largest message accepted (SIZE, RFC 1870): the API's 36 MB body cap, enough for 25 MB of attachments once encoded. */
 export const SUBMISSION_MAX_BYTES = 36 * 1024 * 1024;

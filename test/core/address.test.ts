@@ -4,8 +4,8 @@ import t from 'tap';
 import { parseMailbox } from '../../src/core/address.js';
 import { displayNameFolds, MAX_LINE } from '../../src/core/header-lines.js';
 import { composeMessage, type ComposeInput } from '../../src/mta/compose.js';
-import { isBase64 } from '../../src/http/schemas/emails.js';
-import { formatMailbox } from '../../src/services/emails.js';
+import { isBase64 } from '../../src/http/schemas/sending/emails.js';
+import { formatMailbox } from '../../src/services/sending/emails.js';
 
 t.test('parseMailbox: one mailbox, its name a phrase', async (t) => {
   t.same(parseMailbox('a@x.example'), { address: 'a@x.example' });

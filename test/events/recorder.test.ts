@@ -6,7 +6,7 @@ import { createContext, type AppContext } from '../../src/context.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { recordEvent } from '../../src/events/recorder.js';
 import { EVENTS_INSERT } from '../../src/events/webhook-dispatcher.js';
-import { bootstrapIfEmpty } from '../../src/services/bootstrap.js';
+import { bootstrapIfEmpty } from '../../src/services/housekeeping/bootstrap.js';
 import { testConfig } from '../helpers/app.js';
 
 async function setup(t: Test) {

@@ -8,7 +8,7 @@ import { ANY_FREE_PORTS, loadConfig, type Config } from '../../src/config.js';
 import { startAppliance, type Appliance } from '../../src/appliance.js';
 import { FakeClock } from '../../src/core/clock.js';
 import type { WorkerOptions } from '../../src/jobs/queue.js';
-import { newToken } from '../../src/services/api-keys.js';
+import { newToken } from '../../src/services/platform/api-keys.js';
 
 export const TEST_HOSTNAME = 'mx.appliance.test';
 
@@ -116,7 +116,7 @@ export async function startTestApp(t: Test, opts: TestAppOptions = {}): Promise<
 
 /** A second team with its own full_access key, created the way an operator would (admin service). */
 export async function createOtherTeam(app: TestApp, plan: Config['defaultPlan'] = 'enterprise'): Promise<{ teamId: string; apiKey: string }> {
-  const { createTeamWithKey } = await import('../../src/services/teams.js');
+  const { createTeamWithKey } = await import('../../src/services/platform/teams.js');
   const { team, issued } = await createTeamWithKey(app.appliance.ctx, { name: 'Other', plan, ownerEmail: 'owner@other.test' });
   return { teamId: team.id, apiKey: issued.token };
 }

@@ -6,7 +6,7 @@ import http from 'node:http';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { newToken } from '../../src/services/api-keys.js';
+import { newToken } from '../../src/services/platform/api-keys.js';
 import { makeDataDir, TEST_HOSTNAME } from './app.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -5,8 +5,8 @@ import { createOtherTeam, startTestApp, type TestApp } from '../helpers/app.js';
 import { readFileSync } from 'node:fs';
 import { hashSecret } from '../../src/core/secrets.js';
 import { readsOf } from '../../src/db/index.js';
-import { AUTH_CACHE_TTL_MS, authenticate } from '../../src/services/api-keys.js';
-import { setTeamPlan } from '../../src/services/teams.js';
+import { AUTH_CACHE_TTL_MS, authenticate } from '../../src/services/platform/api-keys.js';
+import { setTeamPlan } from '../../src/services/platform/teams.js';
 import { allRoutes } from '../../src/http/routes/index.js';
 
 interface Issued {

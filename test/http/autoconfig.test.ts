@@ -3,7 +3,7 @@
 // the config. The documents are checked structurally (element by element), not as strings.
 import t from 'tap';
 import { startTestApp, TEST_HOSTNAME } from '../helpers/app.js';
-import { autodiscoverRequestAddress, autodiscoverResponse, thunderbirdConfig } from '../../src/services/autoconfig.js';
+import { autodiscoverRequestAddress, autodiscoverResponse, thunderbirdConfig } from '../../src/services/mailboxes/autoconfig.js';
 
 const PORTS = { hostname: 'mail.example.net', imapPort: 143, imapsPort: 993, pop3Port: 110, pop3sPort: 995, submissionPort: 587, submissionsPort: 465 };
 

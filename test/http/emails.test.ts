@@ -2,7 +2,7 @@
 // with the job queue drained by hand after moving the fake clock.
 import t from 'tap';
 import { MINUTE, HOUR } from '../../src/core/clock.js';
-import { INLINE_TEXT_LIMIT } from '../../src/services/emails.js';
+import { INLINE_TEXT_LIMIT } from '../../src/services/sending/emails.js';
 import { startTestApp, createOtherTeam, type TestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';

@@ -1,4 +1,4 @@
-// The send path remembers verified sender domains for a few seconds (services/sender-domains.ts): every
+// The send path remembers verified sender domains for a few seconds (services/sending/sender-domains.ts): every
 // change to a domain made through the API — a failed re-verification, a deletion, a new domain of that
 // name — is seen by the very next send.
 import t from 'tap';

@@ -1,10 +1,10 @@
-// The MX's mailauth checks on worker threads (src/services/inbound-auth.ts): the same verdict as on the main
+// The MX's mailauth checks on worker threads (src/services/inbound/auth.ts): the same verdict as on the main
 // thread, DNS answers kept on the caller's clock, and every message answered when the threads go away.
 import t, { type Test } from 'tap';
 import { createLogger } from '../../src/core/logger.js';
 import { cachedLookups } from '../../src/dns/cached-lookups.js';
 import { createResolver } from '../../src/dns/resolver.js';
-import { checkMessage, InboundAuthPool, type AuthInput, type AuthVerdict } from '../../src/services/inbound-auth.js';
+import { checkMessage, InboundAuthPool, type AuthInput, type AuthVerdict } from '../../src/services/inbound/auth.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { buildMessage, publishSender } from './support.js';
 

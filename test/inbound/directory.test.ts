@@ -1,8 +1,8 @@
-// The MX's recipient directory (services/inbound-directory.ts) caches routes and filter rules between
+// The MX's recipient directory (services/inbound/directory.ts) caches routes and filter rules between
 // messages; every change made through the API must still take effect on the very next message.
 import t from 'tap';
 import { addVerifiedDomain } from '../helpers/domains.js';
-import { InboundDirectory } from '../../src/services/inbound-directory.js';
+import { InboundDirectory } from '../../src/services/inbound/directory.js';
 import { buildMessage, smtpSend, startInbound } from './support.js';
 
 t.test('a value loaded while a change was announced is returned but not kept', async (t) => {

@@ -1,4 +1,4 @@
-// Mail the box sends to addresses it serves itself is delivered without leaving it (services/local-delivery.ts):
+// Mail the box sends to addresses it serves itself is delivered without leaving it (services/inbound/local-delivery.ts):
 // a mailbox's copy through the MX's own receiver (trace headers, DKIM checked), an inbound email for a domain
 // whose mail goes to webhooks. Every other recipient — another domain, an address no mailbox serves — still goes
 // out by MX. Here the box's domains' MX records point at a sink on MAIL_OUTBOUND_PORT: anything sent over the

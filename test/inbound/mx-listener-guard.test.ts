@@ -7,7 +7,7 @@ import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { startTestApp } from '../helpers/app.js';
 import { startMxListener, type MxLimits } from '../../src/smtp/mx.js';
-import type { InboundReceiver } from '../../src/services/inbound.js';
+import type { InboundReceiver } from '../../src/services/inbound/receiver.js';
 import { SmtpDataSession } from '../helpers/smtp-data-session.js';
 import { until } from '../helpers/process.js';
 import { capturedLog, squat, within, type Squatter } from '../helpers/squatters.js';

@@ -6,7 +6,7 @@ import t from 'tap';
 import net from 'node:net';
 import { startTestApp } from '../helpers/app.js';
 import { startMxListener } from '../../src/smtp/mx.js';
-import type { InboundMessage, InboundReceiver } from '../../src/services/inbound.js';
+import type { InboundMessage, InboundReceiver } from '../../src/services/inbound/receiver.js';
 import { SmtpDataSession } from '../helpers/smtp-data-session.js';
 
 const KB = 1024;

@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { FakeClock, MINUTE } from '../../src/core/clock.js';
 import { openDatabase, type Db } from '../../src/db/index.js';
-import { newToken } from '../../src/services/api-keys.js';
+import { newToken } from '../../src/services/platform/api-keys.js';
 import { makeDataDir, request, startTestApp, TEST_HOSTNAME, type TestApp, type TestResponse } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { publishRecords, type DomainView } from '../helpers/domains.js';

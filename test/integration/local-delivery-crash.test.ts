@@ -1,6 +1,6 @@
 // A crash while an email's remote half waits on a slow MX must not leave a local recipient's copy stored but
 // unrecorded: the rerun after the restart would store it again. Local copies are stored last in an attempt,
-// right before its outcomes are recorded (services/delivery.ts); before, they were stored at once and the
+// right before its outcomes are recorded (services/sending/delivery.ts); before, they were stored at once and the
 // rerun after a SIGKILL left two copies in the mailbox.
 import t, { type Test } from 'tap';
 import net from 'node:net';

@@ -1,7 +1,7 @@
 // Account limits per plan (domains, API keys, webhooks, retention): the table against the spec's, and the
 // 403 past a cap over HTTP for the plans whose caps are small enough to reach.
 import t from 'tap';
-import { PLAN_LIMITS } from '../../src/services/limits.js';
+import { PLAN_LIMITS } from '../../src/services/platform/limits.js';
 import { SEND_QUOTAS } from '../../src/limits/table.js';
 import { createOtherTeam, startTestApp } from '../helpers/app.js';
 

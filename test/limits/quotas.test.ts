@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs';
 import { createOtherTeam, makeDataDir, startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
-import { isSendQuotaRefusal, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause, type Usage } from '../../src/services/quotas.js';
+import { isSendQuotaRefusal, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause, type Usage } from '../../src/services/sending/quotas.js';
 
 interface Sent {
   id?: string;

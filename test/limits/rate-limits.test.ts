@@ -11,7 +11,7 @@ import { defineRoute, type Method, type Route } from '../../src/http/route.js';
 import { allRoutes } from '../../src/http/routes/index.js';
 import { HOUR, MINUTE, SECOND } from '../../src/core/clock.js';
 import { RATE_LIMITS, rateLimitOf, type RateRule } from '../../src/limits/table.js';
-import { AUTH_CACHE_TTL_MS } from '../../src/services/api-keys.js';
+import { AUTH_CACHE_TTL_MS } from '../../src/services/platform/api-keys.js';
 
 const RATE_ERROR = { error: 'Rate limit exceeded. Please try again later.', code: 'rate_limit_exceeded' };
 

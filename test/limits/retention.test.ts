@@ -9,7 +9,7 @@ import type { Plan } from '../../src/config.js';
 import { createOtherTeam, startTestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
-import { RETENTION_BATCH, RETENTION_JOB, scheduleRetention } from '../../src/services/retention.js';
+import { RETENTION_BATCH, RETENTION_JOB, scheduleRetention } from '../../src/services/housekeeping/retention.js';
 
 t.test('retention per plan', async (t) => {
   const dns = await startDns();

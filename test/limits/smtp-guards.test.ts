@@ -3,7 +3,7 @@
 import t from 'tap';
 import { FakeClock, MINUTE, SECOND } from '../../src/core/clock.js';
 import { SmtpGuards } from '../../src/limits/smtp-guards.js';
-import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../../src/services/quotas.js';
+import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../../src/services/sending/quotas.js';
 import { AppError } from '../../src/core/errors.js';
 
 t.test('mailbox submissions: 60 per hour per mailbox, fixed window', async (t) => {

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { findLinks, plainTextOf, stripTags } from '../../src/mta/html-scan.js';
 import { htmlToText } from '../../src/mta/compose.js';
-import { scoreContent } from '../../src/services/spam-score.js';
+import { scoreContent } from '../../src/services/sending/spam-score.js';
 
 const LINKS = /<a\b[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi;
 const refLinks = (html: string) => [...html.matchAll(LINKS)].map((m) => ({ href: m[1]!, text: m[2]!.replace(/<[^>]+>/g, '').trim() }));

@@ -1,7 +1,7 @@
 // Pure helpers behind sending domains: name normalisation, the records to publish, the DKIM tag-list
 // parser, the stored-status key, and each record check against an in-memory resolver.
 import t from 'tap';
-import { normaliseDomainName } from '../../src/services/domains.js';
+import { normaliseDomainName } from '../../src/services/platform/domains.js';
 import {
   checkRecord,
   dkimRecordValue,
@@ -11,7 +11,7 @@ import {
   txtStrings,
   zoneFileLine,
   type DnsRecord,
-} from '../../src/services/domain-records.js';
+} from '../../src/services/platform/domain-records.js';
 import { DnsLookupError, markUnanswered, type DnsResolver, type MxRecord } from '../../src/dns/resolver.js';
 
 t.test('normaliseDomainName', async (t) => {

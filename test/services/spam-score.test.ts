@@ -3,7 +3,7 @@
 // of any script.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { scoreContent, SPAM_RULES, type ScoredInput } from '../../src/services/spam-score.js';
+import { scoreContent, SPAM_RULES, type ScoredInput } from '../../src/services/sending/spam-score.js';
 
 const fired = (input: Partial<ScoredInput>) =>
   scoreContent({ subject: 'Your receipt', headers: {}, tags: [], recipientCount: 1, fromVerified: true, ...input }).rules.map((r) => r.name);

@@ -3,7 +3,7 @@
 // appliance's one guard), and a send refused by a quota or cap answers 451 4.7.1. Time is the fake clock.
 import t from 'tap';
 import { HOUR, MINUTE } from '../../src/core/clock.js';
-import { setNewSenderPause } from '../../src/services/quotas.js';
+import { setNewSenderPause } from '../../src/services/sending/quotas.js';
 import { createOtherTeam } from '../helpers/app.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { ALICE, submissionFixture } from './setup.js';

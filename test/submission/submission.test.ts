@@ -212,7 +212,7 @@ print(json.dumps(out))
   });
 
   t.test('the raw send path: bare LF line ends become CRLF, 8-bit bodies and folded headers survive signing', async (t) => {
-    const { sendRawEmail } = await import('../../src/services/raw-emails.js');
+    const { sendRawEmail } = await import('../../src/services/sending/raw-emails.js');
     const raw = Buffer.from(
       'From: =?utf-8?q?J=C3=BCrgen?= <juergen@acme.example>\nTo: frank@dest.example\nBcc: hidden@dest.example,\n  also-hidden@dest.example\nSubject: Gr\u00fc\u00dfe\n  folded\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\nGr\u00fc\u00dfe aus K\u00f6ln\n.dot\n',
       'utf8',

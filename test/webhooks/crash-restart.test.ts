@@ -7,7 +7,7 @@ import t from 'tap';
 import { rmSync } from 'node:fs';
 import { FakeClock, SECOND } from '../../src/core/clock.js';
 import { openDatabase } from '../../src/db/index.js';
-import { newToken } from '../../src/services/api-keys.js';
+import { newToken } from '../../src/services/platform/api-keys.js';
 import { makeDataDir, request, startTestApp } from '../helpers/app.js';
 import { ApplianceProcess, restartableEnv, until } from '../helpers/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';

@@ -222,7 +222,7 @@ t.test("one delivery's retries and replays are one failed delivery toward the st
 t.test('20 consecutive failed deliveries (406 not counted) disable the endpoint, raise an alert and e-mail the owner', async (t) => {
   const { startDns } = await import('../helpers/dns-server.js');
   const { startSmtpSink } = await import('../helpers/smtp-sink.js');
-  const { listAlerts } = await import('../../src/services/alerts.js');
+  const { listAlerts } = await import('../../src/services/notifications/alerts.js');
   const { simpleParser } = await import('mailparser');
   const dns = await startDns();
   t.teardown(() => dns.stop());
@@ -351,7 +351,7 @@ t.test('a 2xx resets the failure streak', async (t) => {
 });
 
 t.test('deliveries to different endpoints proceed in parallel; one endpoint is limited', async (t) => {
-  const { EndpointSlots } = await import('../../src/services/webhook-delivery.js');
+  const { EndpointSlots } = await import('../../src/services/notifications/webhook-delivery.js');
   const slots = new EndpointSlots(2, 1);
   t.equal(await slots.acquire(1), true);
   t.equal(await slots.acquire(1), true);

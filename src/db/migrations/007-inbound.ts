@@ -3,7 +3,7 @@
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
-  // none | webhook | mailbox_then_webhook | mailbox_and_webhook (services/inbound-routing.ts)
+  // none | webhook | mailbox_then_webhook | mailbox_and_webhook (services/inbound/routing.ts)
   await knex.schema.alterTable('domains', (t) => {
     t.string('inbound_mode').notNullable().defaultTo('none');
   });

@@ -1,17 +1,17 @@
 // Every HTTP route of the appliance, in one list: the router and the OpenAPI document are built from it.
 import { defineRoute, type Route } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
-import { apiKeyRoutes } from './api-keys.js';
-import { autoconfigRoutes } from './autoconfig.js';
-import { domainRoutes } from './domains.js';
-import { emailRoutes } from './emails.js';
-import { eventRoutes } from './events.js';
-import { healthRoutes } from './health.js';
-import { inboundRoutes } from './inbound.js';
-import { dmarcReportRoutes } from './dmarc-reports.js';
-import { mailboxRoutes } from './mailboxes.js';
-import { usageRoutes } from './usage.js';
-import { webhookRoutes } from './webhooks.js';
+import { apiKeyRoutes } from './platform/api-keys.js';
+import { autoconfigRoutes } from './mailboxes/autoconfig.js';
+import { domainRoutes } from './platform/domains.js';
+import { emailRoutes } from './sending/emails.js';
+import { eventRoutes } from './platform/events.js';
+import { healthRoutes } from './platform/health.js';
+import { inboundRoutes } from './inbound/inbound.js';
+import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
+import { mailboxRoutes } from './mailboxes/mailboxes.js';
+import { usageRoutes } from './sending/usage.js';
+import { webhookRoutes } from './notifications/webhooks.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.

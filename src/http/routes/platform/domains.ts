@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { defineRoute } from '../../route.js';
+import { Success } from '../../schemas/common.js';
+import { CreateDomain, Domain, UpdateDomain } from '../../schemas/platform/domains.js';
+import { createDomain, deleteDomain, getDomain, listDomains, updateDomain, verifyDomain } from '../../../services/platform/domains.js';
+
+export const domainRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/domains',
+    summary: "List the team's sending domains, newest first (unpaginated)",
+    tag: 'Domains',
+    access: 'full_access',
+    response: z.object({ domains: z.array(Domain) }),
+    async handle({ app, principal }) {
+      return { domains: await listDomains(app, principal.teamId) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/domains',
+    summary: 'Add a sending domain: generates its DKIM key and returns the DNS records to publish',
+    tag: 'Domains',
+    access: 'full_access',
+    body: CreateDomain,
+    status: 201,
+    response: Domain,
+    async handle({ app, principal, body }) {
+      return createDomain(app, principal.teamId, body);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/domains/{id}',
+    summary: 'Get a domain with its DNS records and their status',
+    tag: 'Domains',
+    access: 'full_access',
+    response: Domain,
+    async handle({ app, principal, params }) {
+      return getDomain(app, principal.teamId, params.id!);
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/domains/{id}',
+    summary: 'Change open/click tracking or the TLS mode',
+    tag: 'Domains',
+    access: 'full_access',
+    body: UpdateDomain,
+    response: Success,
+    async handle({ app, principal, params, body }) {
+      await updateDomain(app, principal.teamId, params.id!, body);
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/domains/{id}',
+    summary: 'Delete a domain and its keys',
+    tag: 'Domains',
+    access: 'full_access',
+    response: Success,
+    async handle({ app, principal, params }) {
+      await deleteDomain(app, principal.teamId, params.id!, principal.mode);
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/domains/{id}/verify',
+    summary: 'Look the DNS records up now and refresh the status of each and of the domain',
+    tag: 'Domains',
+    access: 'full_access',
+    response: Domain,
+    async handle({ app, principal, params }) {
+      return verifyDomain(app, principal.teamId, params.id!);
+    },
+  }),
+];

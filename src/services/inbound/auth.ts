@@ -1,0 +1,183 @@
+// Authenticating a received message: mailauth (SPF, DKIM, DMARC, ARC) with the box's resolver, reduced to
+// the verdict services/inbound/receiver.ts acts on (the Authentication-Results/Received-SPF fields and each check's
+// result). mailauth reads every byte of the message in JavaScript (body hashes, line-break scanning), so it
+// runs on MAIL_INBOUND_AUTH_THREADS worker threads (auth-worker.ts) beside the MX's event loop; with
+// 0 threads it runs inline — same code, same verdict.
+//
+// DNS: each thread builds the resolver from the same configuration (MAIL_DNS_SERVERS, MAIL_DNS_TIMEOUT_MS)
+// and keeps its own short-lived answer cache (dns/cached-lookups.ts) on the caller's clock, passed with each
+// request. A thread that dies is replaced; the messages it held are checked again inline, so every message
+// is checked.
+import type { Worker } from 'node:worker_threads';
+import { authenticate, type AuthenticateResult } from 'mailauth';
+import type { DnsServer } from '../../config.js';
+import type { Logger } from '../../core/logger.js';
+import { startWorkerBeside } from '../../core/worker-thread.js';
+import type { RawLookup } from '../../dns/cached-lookups.js';
+
+/** What is checked: the message as received and its SMTP envelope. */
+export interface AuthInput {
+  raw: Uint8Array;
+  ip: string;
+  helo: string;
+  /** Envelope sender; '' for the null reverse path. */
+  sender: string;
+  /** Our host name: the authserv-id of Authentication-Results. */
+  mta: string;
+}
+
+/** mailauth's answer as the inbound service uses it (structured-cloneable). */
+export interface AuthVerdict {
+  /** Authentication-Results (and Received-SPF, ARC) fields as mailauth folds them. */
+  headers: string;
+  spf: string | null;
+  /** One result per DKIM signature (none: empty). */
+  dkim: string[];
+  dmarc: { result: string; policy: string | null; domain: string | null } | null;
+  arc: string | null;
+  /**
+   * A look-up the DNS did not answer (an SPF temperror, a DKIM key not fetched) was about an identifier that could
+   * align with the From domain: had it been answered, DMARC might have passed, so its failure is no verdict.
+   * A temperror of an unaligned identifier (a third party's signature, another domain's return path) is not.
+   */
+  unansweredMayAlign: boolean;
+}
+
+/** Whether `domain` has `org` as its organisational domain (RFC 7489 §3.2), i.e. may align with it under relaxed mode. */
+function underOrg(domain: string | undefined, org: string | null | undefined): boolean {
+  if (!domain || !org) return false;
+  const d = domain.toLowerCase().replace(/\.$/, '');
+  const o = org.toLowerCase();
+  return d === o || d.endsWith(`.${o}`);
+}
+
+export function verdictOf(auth: AuthenticateResult): AuthVerdict {
+  const dmarc = auth.dmarc;
+  // mailauth's DMARC domain is the From domain's organisational domain.
+  const org = dmarc ? dmarc.domain : null;
+  const spfUnanswered = auth.spf && auth.spf.status.result === 'temperror' && underOrg(auth.spf.domain, org);
+  const dkimUnanswered = (auth.dkim.results ?? []).some((r) => r.status.result === 'temperror' && underOrg(r.signingDomain, org));
+  return {
+    headers: auth.headers,
+    spf: auth.spf ? auth.spf.status.result : null,
+    dkim: (auth.dkim.results ?? []).map((r) => r.status.result as string),
+    dmarc: dmarc ? { result: dmarc.status.result, policy: dmarc.policy ?? null, domain: dmarc.domain ?? null } : null,
+    arc: auth.arc ? auth.arc.status.result : null,
+    unansweredMayAlign: Boolean(spfUnanswered || dkimUnanswered),
+  };
+}
+
+/** The check itself, wherever it runs. */
+export async function checkMessage(input: AuthInput, lookup: RawLookup): Promise<AuthVerdict> {
+  const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
+  const auth = await authenticate(raw, {
+    ip: input.ip,
+    helo: input.helo,
+    sender: input.sender,
+    mta: input.mta,
+    resolver: (name: string, rrtype: string) => lookup(name, rrtype) as Promise<string[] | string[][]>,
+    disableBimi: true,
+  });
+  return verdictOf(auth);
+}
+
+/** What a thread needs to build its resolver (structured-cloneable). */
+export interface AuthWorkerData {
+  dnsServers: DnsServer[];
+  dnsTimeoutMs: number;
+}
+
+/** Posted to a thread in arrays: the requests of one turn of the caller's event loop; answered likewise. */
+export interface AuthRequest {
+  id: number;
+  input: AuthInput;
+  /** The caller's clock, epoch ms: the thread's DNS cache runs on it. */
+  now: number;
+}
+
+export type AuthReply = { id: number; verdict: AuthVerdict } | { id: number; error: string };
+
+/** mailauth could not check the message (it threw): the caller records "could not be checked". */
+export class AuthCheckError extends Error {
+  override name = 'AuthCheckError';
+}
+
+interface Thread {
+  worker: Worker;
+  pending: Map<number, { request: AuthRequest; resolve(v: AuthVerdict): void; reject(err: Error): void }>;
+  /** Requests made in this turn of the event loop, posted together at its end (one wake-up of the thread). */
+  outbox: AuthRequest[];
+}
+
+export class InboundAuthPool {
+  private threads: Thread[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  /**
+   * `inline` runs a check on this thread: with no threads, after close, and for the messages a thread held
+   * when it died.
+   */
+  constructor(
+    size: number,
+    private readonly data: AuthWorkerData,
+    private readonly inline: (input: AuthInput) => Promise<AuthVerdict>,
+    private readonly log: Logger,
+  ) {
+    for (let i = 0; i < size; i++) this.threads.push(this.spawn());
+  }
+
+  /** The verdict; rejects with AuthCheckError when mailauth could not check the message. */
+  check(input: AuthInput, now: Date): Promise<AuthVerdict> {
+    if (this.closed || this.threads.length === 0) return this.inline(input);
+    const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const request: AuthRequest = { id: this.nextId++, input, now: now.getTime() };
+    return new Promise<AuthVerdict>((resolve, reject) => {
+      thread.pending.set(request.id, { request, resolve, reject });
+      if (thread.outbox.push(request) === 1) setImmediate(() => thread.worker.postMessage(thread.outbox.splice(0)));
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const threads = this.threads;
+    this.threads = [];
+    await Promise.all(threads.map((t) => t.worker.terminate()));
+    for (const t of threads) this.rescue(t);
+  }
+
+  /** A thread's unanswered messages, checked here instead. */
+  private rescue(thread: Thread): void {
+    const held = [...thread.pending.values()];
+    thread.pending.clear();
+    for (const w of held) this.inline(w.request.input).then(w.resolve, w.reject);
+  }
+
+  private spawn(): Thread {
+    const worker = startWorkerBeside(import.meta.url, 'auth-worker', this.data);
+    const thread: Thread = { worker, pending: new Map(), outbox: [] };
+    worker.on('message', (replies: AuthReply[]) => {
+      for (const reply of replies) {
+        const waiting = thread.pending.get(reply.id);
+        if (!waiting) continue;
+        thread.pending.delete(reply.id);
+        if ('verdict' in reply) waiting.resolve(reply.verdict);
+        else waiting.reject(new AuthCheckError(reply.error));
+      }
+    });
+    let dead = false;
+    const fail = (err: Error) => {
+      if (dead) return;
+      dead = true;
+      const i = this.threads.indexOf(thread);
+      if (i >= 0) {
+        this.log.error({ err }, 'inbound authentication thread exited; starting another');
+        this.threads[i] = this.spawn();
+      }
+      this.rescue(thread);
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`inbound authentication thread exited with code ${code}`)));
+    return thread;
+  }
+}

@@ -1,0 +1,330 @@
+// Sending domains: creation with a DKIM key pair, DNS verification, settings, deletion.
+// Every change records its domain.* event in the same transaction.
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
+import { domainToASCII } from 'node:url';
+import type { AppContext } from '../../context.js';
+import type { Config, Plan } from '../../config.js';
+import type { Queryable } from '../../db/index.js';
+import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../core/errors.js';
+import { newId, randomBase62 } from '../../core/ids.js';
+import { recordEvent } from '../../events/recorder.js';
+import { limitsFor } from './limits.js';
+import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
+import type { InboundMode } from '../inbound/routing.js';
+import type { KeyMode } from './api-keys.js';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+export const REGIONS = ['eu-west-1'] as const;
+export const TLS_MODES = ['opportunistic', 'enforced'] as const;
+export type TlsMode = (typeof TLS_MODES)[number];
+export type DomainStatus = 'pending' | 'verified' | 'failed';
+
+export interface Domain {
+  id: string;
+  name: string;
+  status: DomainStatus;
+  region: string;
+  open_tracking: boolean;
+  click_tracking: boolean;
+  tls_mode: TlsMode;
+  /** What the MX does with mail for this domain (services/inbound/routing.ts). */
+  inbound_mode: InboundMode;
+  dns_records: DnsRecord[];
+  created_at: string;
+  verified_at: string | null;
+  last_checked_at: string | null;
+}
+
+interface DomainRow {
+  id: string;
+  team_id: string;
+  name: string;
+  status: DomainStatus;
+  region: string;
+  open_tracking: number | boolean;
+  click_tracking: number | boolean;
+  tls_mode: TlsMode;
+  inbound_mode?: InboundMode;
+  record_status: string;
+  verified_at: string | null;
+  last_checked_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface DkimKeyRow {
+  id: string;
+  domain_id: string;
+  selector: string;
+  public_key: string;
+  private_key_sealed: string;
+  state: 'active' | 'pending' | 'retiring';
+  created_at: string;
+  retire_after: string | null;
+}
+
+type StoredStatus = Record<string, { status: RecordStatus; reason?: string }>;
+
+export interface CreateDomainInput {
+  name: string;
+  region: string;
+  open_tracking: boolean;
+  click_tracking: boolean;
+  tls_mode: TlsMode;
+}
+
+export interface UpdateDomainInput {
+  open_tracking?: boolean | undefined;
+  click_tracking?: boolean | undefined;
+  tls_mode?: TlsMode | undefined;
+  inbound_mode?: InboundMode | undefined;
+}
+
+const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Normalises a domain name as a customer may type it: case, a trailing dot, Unicode (IDNA to punycode).
+ * Returns null when it is not a registrable host name (no IP literals, no single labels).
+ */
+export function normaliseDomainName(input: string): string | null {
+  const trimmed = input.trim();
+  if (!trimmed || /[\s/@:\\?#]/.test(trimmed)) return null;
+  // IDNA mapping first: it turns ideographic full stops into dots, a trailing root one included.
+  const ascii = domainToASCII(trimmed.toLowerCase()).replace(/\.$/, '');
+  if (!ascii || ascii.length > 253) return null;
+  const labels = ascii.split('.');
+  if (labels.length < 2 || !labels.every((l) => LABEL_RE.test(l))) return null;
+  if (/^\d+$/.test(labels[labels.length - 1]!)) return null;
+  return ascii;
+}
+
+/** Selector of a new key: date-stamped so a rotation's new selector differs from the old. */
+function newSelector(at: Date): string {
+  return `s${at.toISOString().slice(0, 10).replace(/-/g, '')}${randomBase62(4).toLowerCase()}`;
+}
+
+async function newDkimKey(at: Date, ctx: AppContext, domainId: string, state: DkimKeyRow['state']): Promise<DkimKeyRow> {
+  const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return {
+    id: newId(),
+    domain_id: domainId,
+    selector: newSelector(at),
+    public_key: publicKey.toString('base64'),
+    private_key_sealed: ctx.secrets.seal(privateKey),
+    state,
+    created_at: at.toISOString(),
+    retire_after: null,
+  };
+}
+
+async function loadKeys(q: Queryable, domainIds: string[]): Promise<Map<string, DkimKeyRow[]>> {
+  const rows = domainIds.length ? await q<DkimKeyRow>('dkim_keys').whereIn('domain_id', domainIds).orderBy('created_at') : [];
+  const byDomain = new Map<string, DkimKeyRow[]>();
+  for (const r of rows) byDomain.set(r.domain_id, [...(byDomain.get(r.domain_id) ?? []), r]);
+  return byDomain;
+}
+
+/** The box's name and client ports: what the records point at. */
+type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort'>;
+
+function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
+  const stored = JSON.parse(row.record_status) as StoredStatus;
+  const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key }));
+  const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
+  return expectedRecords(row.name, box.hostname, published, ports).map((r) => {
+    const s = stored[recordKey(r)];
+    return s ? { ...r, status: s.status, ...(s.reason ? { reason: s.reason } : {}) } : r;
+  });
+}
+
+function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    region: row.region,
+    open_tracking: Boolean(row.open_tracking),
+    click_tracking: Boolean(row.click_tracking),
+    tls_mode: row.tls_mode,
+    inbound_mode: row.inbound_mode ?? 'none',
+    dns_records: recordsOf(row, keys, box),
+    created_at: row.created_at,
+    verified_at: row.verified_at,
+    last_checked_at: row.last_checked_at,
+  };
+}
+
+async function findRow(q: Queryable, teamId: string, id: string): Promise<DomainRow> {
+  const row = await q<DomainRow>('domains').where({ team_id: teamId, id }).first();
+  if (!row) throw notFound('Domain not found');
+  return row;
+}
+
+async function domainView(ctx: AppContext, q: Queryable, row: DomainRow): Promise<Domain> {
+  return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config);
+}
+
+const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test(String((err as Error)?.message));
+
+export async function createDomain(ctx: AppContext, teamId: string, input: CreateDomainInput): Promise<Domain> {
+  const name = normaliseDomainName(input.name);
+  if (!name) throw badRequest('name: must be a valid domain name');
+  const at = ctx.clock.now();
+  const id = newId();
+  // Key generation takes a while: do it before the transaction so writers are not held up.
+  const key = await newDkimKey(at, ctx, id, 'active');
+  try {
+    return await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+      const team = await trx<{ id: string; plan: Plan }>('teams').where('id', teamId).first('plan');
+      if (!team) throw notFound('Team not found');
+      if (await trx('domains').where({ name }).first('id')) throw conflict(`Domain '${name}' already exists`);
+      const cap = limitsFor(team.plan).domains;
+      const [{ n }] = (await trx('domains').where('team_id', teamId).count({ n: '*' })) as [{ n: number }];
+      if (Number(n) >= cap) throw forbidden(`Domain limit reached: the ${team.plan} plan allows ${cap} domain${cap === 1 ? '' : 's'}`);
+      const row: DomainRow = {
+        id,
+        team_id: teamId,
+        name,
+        status: 'pending',
+        region: input.region,
+        open_tracking: input.open_tracking,
+        click_tracking: input.click_tracking,
+        tls_mode: input.tls_mode,
+        record_status: '{}',
+        verified_at: null,
+        last_checked_at: null,
+        created_at: at.toISOString(),
+        updated_at: at.toISOString(),
+      };
+      await trx('domains').insert(row);
+      await trx('dkim_keys').insert(key);
+      const domain = toDomain(row, [key], ctx.config);
+      await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
+      return domain;
+    }));
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`Domain '${name}' already exists`);
+    throw err;
+  }
+}
+
+/** Newest first. */
+export async function listDomains(ctx: AppContext, teamId: string): Promise<Domain[]> {
+  // rowid breaks ties between domains created in the same millisecond: insertion order.
+  const rows = await ctx.db<DomainRow>('domains').where('team_id', teamId).orderByRaw('created_at DESC, rowid DESC');
+  const keys = await loadKeys(ctx.db, rows.map((r) => r.id));
+  return rows.map((r) => toDomain(r, keys.get(r.id) ?? [], ctx.config));
+}
+
+export async function getDomain(ctx: AppContext, teamId: string, id: string): Promise<Domain> {
+  return domainView(ctx, ctx.db, await findRow(ctx.db, teamId, id));
+}
+
+export async function updateDomain(ctx: AppContext, teamId: string, id: string, input: UpdateDomainInput): Promise<Domain> {
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const row = await findRow(trx, teamId, id);
+    const at = ctx.clock.now();
+    const changes: Partial<DomainRow> = {};
+    if (input.open_tracking !== undefined) changes.open_tracking = input.open_tracking;
+    if (input.click_tracking !== undefined) changes.click_tracking = input.click_tracking;
+    if (input.tls_mode !== undefined) changes.tls_mode = input.tls_mode;
+    if (input.inbound_mode !== undefined) {
+      // Routing a domain's mail to the team is proof of ownership's business: on a box shared by teams, a
+      // name anyone can add must not capture mail before its DNS shows the team controls it.
+      if (input.inbound_mode !== 'none' && input.inbound_mode !== row.inbound_mode && row.status !== 'verified') {
+        throw unprocessable(`Domain '${row.name}' is not verified: verify it before routing its inbound mail`);
+      }
+      changes.inbound_mode = input.inbound_mode;
+    }
+    const next: DomainRow = { ...row, ...changes, updated_at: at.toISOString() };
+    await trx('domains').where({ id }).update({ ...changes, updated_at: next.updated_at });
+    const domain = await domainView(ctx, trx, next);
+    await recordEvent(trx, at, teamId, 'domain.updated', { ...domain, changes } as unknown as Record<string, unknown>);
+    return domain;
+  }));
+}
+
+/**
+ * `callerMode`: the mode of the key asking (the admin CLI and internal callers pass none). A domain has no mode:
+ * it signs and receives the team's live mail too, and deleting it takes its DKIM key with it (publishing a new
+ * one means a DNS change). A test-mode key, the kind handed to CI and staging, may add and verify domains for
+ * its test sends but not delete one, as it may not revoke or issue live keys.
+ */
+export async function deleteDomain(ctx: AppContext, teamId: string, id: string, callerMode?: KeyMode): Promise<void> {
+  if (callerMode === 'test') {
+    await findRow(ctx.db, teamId, id); // another team's domain stays a 404
+    throw forbidden('A test-mode API key cannot delete domains: a domain serves live sending too');
+  }
+  // A domain with live mailboxes is not deleted: its mailboxes and all their mail would go with it, at once
+  // (a mailbox deleted on its own is kept 30 days). As mail servers do, they are to be deleted first.
+  const { name } = await findRow(ctx.db, teamId, id);
+  const { total } = await ctx.mailstore.listAccounts({ teamId, domainId: id, offset: 0, limit: 0 });
+  if (total > 0) throw conflict(`Domain '${name}' still has ${total} mailbox${total === 1 ? '' : 'es'}: delete ${total === 1 ? 'it' : 'them'} first (DELETE /mailboxes/{id})`);
+  await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const row = await findRow(trx, teamId, id);
+    await trx('domains').where({ id }).delete();
+    await recordEvent(trx, ctx.clock.now(), teamId, 'domain.deleted', { id: row.id, name: row.name });
+  }));
+}
+
+/**
+ * Looks every record up through the configured resolver, stores each record's status, and moves the
+ * domain to verified (every required record found with the right value) or failed.
+ */
+export async function verifyDomain(ctx: AppContext, teamId: string, id: string): Promise<Domain> {
+  const row = await findRow(ctx.db, teamId, id);
+  const before = await domainView(ctx, ctx.db, row);
+  // DNS look-ups happen outside any transaction: they can take seconds.
+  const checked = await Promise.all(
+    before.dns_records.map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
+  );
+  // A look-up the DNS did not answer (timeout, SERVFAIL) says nothing about the record: a record found
+  // before keeps its status (the reason says why it was not looked at again), and a verified domain is not
+  // failed for it. The spec moves a verified domain only when a record disappears; one outage of a resolver
+  // or of the customer's DNS host must not stop the domain's mail. A domain not yet verified needs every
+  // required record answered and found.
+  const wasVerified = row.status === 'verified';
+  const stored: StoredStatus = {};
+  let ok = true;
+  // The spec's drift (domain.dns_drift): on a verified domain, the SPF record, or the MX record of a domain
+  // that receives mail, found before and now answered as gone or wrong.
+  const drift: Array<{ record: string; name: string; reason: string | undefined }> = [];
+  for (const { record, result } of checked) {
+    const kept = result.transient === true && record.status === 'verified';
+    const status: RecordStatus = kept ? 'verified' : result.status;
+    const reason = kept ? `${result.unanswered}; the last check's result is kept, try again later` : result.reason;
+    stored[recordKey(record)] = reason ? { status, reason } : { status };
+    if (record.required && result.status !== 'verified' && !(kept && wasVerified)) ok = false;
+    const watched = record.record === 'SPF' || (record.record === 'MX' && (row.inbound_mode ?? 'none') !== 'none');
+    if (wasVerified && watched && record.status === 'verified' && status === 'failed') drift.push({ record: record.record, name: record.name, reason });
+  }
+  const at = ctx.clock.now();
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const current = await findRow(trx, teamId, id); // still there?
+    const next: DomainRow = {
+      ...current,
+      status: ok ? 'verified' : 'failed',
+      record_status: JSON.stringify(stored),
+      verified_at: ok ? (current.status === 'verified' && current.verified_at ? current.verified_at : at.toISOString()) : null,
+      last_checked_at: at.toISOString(),
+      updated_at: at.toISOString(),
+    };
+    await trx('domains').where({ id }).update({
+      status: next.status,
+      record_status: next.record_status,
+      verified_at: next.verified_at,
+      last_checked_at: next.last_checked_at,
+      updated_at: next.updated_at,
+    });
+    const domain = await domainView(ctx, trx, next);
+    if (drift.length > 0 && current.status === 'verified') await recordEvent(trx, at, teamId, 'domain.dns_drift', { ...domain, drift } as unknown as Record<string, unknown>);
+    await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
+    return domain;
+  }));
+}

@@ -1,0 +1,22 @@
+// Per-plan account limits (spec: Limits, Account limits). Request rates, edge buckets, sending quotas and caps: src/limits/table.ts.
+import type { Plan } from '../../config.js';
+
+export interface PlanLimits {
+  domains: number;
+  apiKeys: number;
+  webhooks: number;
+  /** Days of email log kept; Infinity keeps everything. */
+  retentionDays: number;
+}
+
+export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
+  free: { domains: 1, apiKeys: 5, webhooks: 20, retentionDays: 14 },
+  starter: { domains: 3, apiKeys: 10, webhooks: 20, retentionDays: 14 },
+  pro: { domains: 10, apiKeys: 50, webhooks: 20, retentionDays: 30 },
+  scale: { domains: 1000, apiKeys: 1000, webhooks: 20, retentionDays: 90 },
+  enterprise: { domains: Infinity, apiKeys: Infinity, webhooks: 20, retentionDays: Infinity },
+};
+
+export function limitsFor(plan: Plan): PlanLimits {
+  return PLAN_LIMITS[plan];
+}
