@@ -6,12 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './core/ids.js';
+import { LOG_LEVELS, type LogLevel } from './core/logger.js';
 
 export const PLANS = ['free', 'starter', 'pro', 'scale', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+export { LOG_LEVELS, type LogLevel };
 
 export interface DnsServer {
   host: string;

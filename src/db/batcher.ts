@@ -7,7 +7,7 @@
 // A run must be all-or-nothing (one transaction). If it throws for a batch of several, each item is run
 // again alone, so one bad item fails only its own caller.
 
-import { placeholders, settleAll, type Db, type Queryable, type Tx } from './index.js';
+import { placeholders, settleAll, type Db, type Queryable, type Tx } from './direct.js';
 import { commitScript, openScript, write } from './script.js';
 
 interface Waiting<I, O> {

@@ -4,7 +4,7 @@
 // inside those calls). The send path's reads of one turn — the accept transaction's quota figures, suppressions and
 // next ids; the delivery handler's emails, recipients and keys — are independent, so they go as one
 // statement, each as a scalar subquery answering JSON: `SELECT (a) AS j0, (b) AS j1, …`.
-import { queryRows, type Queryable } from './index.js';
+import { queryRows, type Queryable } from './direct.js';
 import { sqlLiteral } from './script.js';
 
 interface Part {

@@ -7,7 +7,7 @@
 // a transaction's writes, which need no answer, go instead as one sqlite3_exec of their text with the values
 // written out as SQL literals (one trip for all of them). Large values (attachments, raw sources, big html)
 // would double in the text: a statement holding one is bound as usual, in its place in the order.
-import { execScript, execute, type Queryable } from './index.js';
+import { execScript, execute, type Queryable } from './direct.js';
 
 /** A value longer than this (characters or bytes) makes its statement a bound one rather than literal text. */
 export const LITERAL_VALUE_LIMIT = 64 * 1024;
