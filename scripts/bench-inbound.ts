@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   const [{ loadConfig, ANY_FREE_PORTS }, { startAppliance }, { newToken }] = await Promise.all([
     import('../src/config.js'),
     import('../src/appliance.js'),
-    import('../src/services/platform/api-keys.js'),
+    import('../src/services/platform/index.js'),
   ]);
   // The child runs this same file through tsx (and is not profiled when this process is).
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--internet'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   try {
     const teamId = appliance.bootstrap!.team.id;
     // The domain and its mailboxes are set up through the services directly (no DNS verification needed).
-    const { createDomain } = await import('../src/services/platform/domains.js');
+    const { createDomain } = await import('../src/services/platform/index.js');
     const domain = await createDomain(ctx, teamId, { name: DOMAIN, region: 'eu-west-1', open_tracking: false, click_tracking: false, tls_mode: 'opportunistic' });
     await Promise.all(
       Array.from({ length: opts.mailboxes }, (_, i) => ctx.mailstore.createAccount({ teamId, domainId: domain.id, address: `user${i}@${DOMAIN}`, password: `bench-password-${i}` })),

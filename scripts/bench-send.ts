@@ -510,9 +510,9 @@ async function main(): Promise<void> {
   const signsPerS = rsaSignsPerSecond();
   const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance, mtaFromConfig } = await import('../src/appliance.js');
-  const { newToken } = await import('../src/services/platform/api-keys.js');
+  const { newToken } = await import('../src/services/platform/index.js');
   const { createLogger } = await import('../src/core/logger.js');
-  const { DELIVER_JOB } = await import('../src/services/sending/emails.js');
+  const { DELIVER_JOB } = await import('../src/services/sending/index.js');
 
   // RSS: the whole process (appliance, sink and client threads), sampled every 100 ms.
   let peakRss = 0;

@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   const { startAppliance } = await import('../src/appliance.js');
   const { recordEvent } = await import('../src/events/recorder.js');
   const { EVENT_TYPES } = await import('../src/events/types.js');
-  const { createWebhook } = await import('../src/services/notifications/webhooks.js');
+  const { createWebhook } = await import('../src/services/notifications/index.js');
 
   // tsx's loader is not inherited by worker threads: the worker boots through tsx's API.
   const self = JSON.stringify(import.meta.url);

@@ -5,9 +5,8 @@ import { ConfigError, loadConfig, PLANS, type Plan } from '../config.js';
 import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
-import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission } from '../services/platform/api-keys.js';
-import { createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/teams.js';
-import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/sending/quotas.js';
+import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/index.js';
+import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/sending/index.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
   teams create --name NAME --plan ${PLANS.join('|')} --owner EMAIL

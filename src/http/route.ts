@@ -3,7 +3,7 @@
 import type Koa from 'koa';
 import type { z } from 'zod';
 import type { AppContext } from '../context.js';
-import type { Principal } from '../services/platform/api-keys.js';
+import type { Principal } from '../services/platform/index.js';
 
 /** public: no credential; sending_access: any key; full_access: full_access keys only. */
 export type Access = 'public' | 'sending_access' | 'full_access';

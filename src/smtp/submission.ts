@@ -12,9 +12,7 @@ import { normaliseAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseSilently, refuseWith } from '../core/listener-limits.js';
 import { eachConnection, guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
-import { isSendQuotaRefusal, QUOTA_SMTP_REPLY } from '../services/sending/quotas.js';
-import { MAX_RECIPIENTS } from '../services/sending/emails.js';
-import { authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/sending/submission.js';
+import { isSendQuotaRefusal, QUOTA_SMTP_REPLY, MAX_RECIPIENTS, authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/sending/index.js';
 
 /** Largest message accepted (SIZE, RFC 1870): the API's 36 MB body cap, enough for 25 MB of attachments once encoded. */
 export const SUBMISSION_MAX_BYTES = 36 * 1024 * 1024;

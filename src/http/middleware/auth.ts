@@ -2,7 +2,7 @@
 import type Koa from 'koa';
 import type { AppContext } from '../../context.js';
 import { AppError, forbidden } from '../../core/errors.js';
-import { authenticate, type Principal } from '../../services/platform/api-keys.js';
+import { authenticate, type Principal } from '../../services/platform/index.js';
 import type { Access } from '../route.js';
 
 const invalidKey = () => new AppError(401, 'unauthorized', 'Invalid API key', { 'WWW-Authenticate': 'Bearer realm="api"' });

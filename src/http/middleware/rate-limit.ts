@@ -6,7 +6,7 @@ import type Koa from 'koa';
 import { AppError } from '../../core/errors.js';
 import { FixedWindowCounter } from '../../limits/fixed-window.js';
 import { rateLimitOf, rateRuleFor, type RateRule } from '../../limits/table.js';
-import type { Principal } from '../../services/platform/api-keys.js';
+import type { Principal } from '../../services/platform/index.js';
 import type { Route } from '../route.js';
 
 export { FixedWindowCounter } from '../../limits/fixed-window.js';

@@ -1,8 +1,7 @@
 // First start: an empty database gets a default team and one full_access key.
 import type { AppContext } from '../../context.js';
-import { modeOfToken } from '../platform/api-keys.js';
-import { insertTeamWithKey, type TeamWithKey } from '../platform/teams.js';
-import { markEstablished } from '../sending/quotas.js';
+import { modeOfToken, insertTeamWithKey, type TeamWithKey } from '../platform/index.js';
+import { markEstablished } from '../sending/index.js';
 
 export interface BootstrapResult extends TeamWithKey {
   /** The value came from MAIL_BOOTSTRAP_API_KEY, so the operator already knows it. */

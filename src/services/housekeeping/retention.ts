@@ -16,7 +16,7 @@ import { DAY, HOUR } from '../../core/clock.js';
 import type { JobOutcome } from '../../jobs/queue.js';
 import { CHANGE_PRUNE_BATCH } from '../../mailstore/index.js';
 import { PLANS, type Plan } from '../../config.js';
-import { PLAN_LIMITS } from '../platform/limits.js';
+import { PLAN_LIMITS } from '../platform/index.js';
 
 export const RETENTION_JOB = 'limits.retention';
 export const RETENTION_BATCH = 200;

@@ -13,10 +13,8 @@ import type { Queryable } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
 import { classifyBounce, enhancedCodeOf } from '../../mta/bounce.js';
-import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from '../sending/email-records.js';
+import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow, deriveEmailStatus, addSuppression } from '../sending/index.js';
 import { FOREIGN_MESSAGE_ID } from '../../db/migrations/011-email-message-ids.js';
-import { deriveEmailStatus } from '../sending/email-status.js';
-import { addSuppression } from '../sending/suppressions.js';
 
 export interface BounceRecipient {
   /** Final-Recipient (or the address a text bounce names). */

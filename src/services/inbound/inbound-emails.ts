@@ -10,7 +10,7 @@ import { eventRow, recordEvents } from '../../events/recorder.js';
 import { headerSize } from '../../mailstore/headers.js';
 import { plainTextOf } from '../../mta/html-scan.js';
 import type { HostDomain, LocalDomain } from './routing.js';
-import { normaliseDomainName } from '../platform/domains.js';
+import { normaliseDomainName } from '../platform/index.js';
 
 export interface AuthSummary {
   spf: string;

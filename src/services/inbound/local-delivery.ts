@@ -15,6 +15,7 @@ import type { DeliveryResult, RecipientOutcome } from '../../mta/types.js';
 import type { InboundReceiver } from './receiver.js';
 import { MailboxFullError } from './mailbox-delivery.js';
 import { routeRecipient, type RecipientRoute } from './routing.js';
+import type { LocalDelivery } from '../sending/index.js';
 
 /** The route of a local delivery in the email's timeline and events (`via`). */
 export const LOCAL_ROUTE = 'local';
@@ -35,14 +36,7 @@ function verifiedNames(ctx: AppContext): Promise<Set<string>> {
   });
 }
 
-export interface LocalDelivery {
-  /** Those of `recipients` (all at `domain`) that the box serves itself; none when the domain is not local. */
-  recipients(domain: string, recipients: string[]): Promise<LocalRecipient[]>;
-  /** Delivers a finished (signed) message to them, as the MX would have: one outcome per recipient. */
-  deliver(raw: Buffer, envelopeFrom: string, recipients: LocalRecipient[]): Promise<DeliveryResult>;
-}
-
-export function createLocalDelivery(ctx: AppContext, store: MailStore, receiver: InboundReceiver): LocalDelivery {
+export function createLocalDelivery(ctx: AppContext, store: MailStore, receiver: InboundReceiver): LocalDelivery<LocalRecipient> {
   const hostname = ctx.config.hostname;
   const route = { kind: 'local', name: LOCAL_ROUTE, host: hostname, tls: false } as const;
 

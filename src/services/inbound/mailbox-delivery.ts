@@ -14,7 +14,7 @@ import { AppError } from '../../core/errors.js';
 import { parseHeaders } from '../../mailstore/headers.js';
 import { planDelivery } from '../../mailstore/filters.js';
 import { MailStoreError, type DeliveryTarget, type MailStore, type MailboxAccount } from '../../mailstore/types.js';
-import { sendEmails, type SendEmailInput } from '../sending/emails.js';
+import { sendEmails, type SendEmailInput } from '../sending/index.js';
 import type { MailboxDelivery } from './receiver.js';
 import { directoryOf } from './directory.js';
 

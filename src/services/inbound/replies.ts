@@ -8,7 +8,7 @@ import { addressKey, parseMailbox } from '../../core/address.js';
 import { newPublicId } from '../../core/ids.js';
 import { composeMessage } from '../../mta/compose.js';
 import { MailStoreError, type MailStore } from '../../mailstore/types.js';
-import { MAX_RECIPIENTS, sendEmails, type AttachmentInput, type SendEmailInput, type Sender } from '../sending/emails.js';
+import { MAX_RECIPIENTS, sendEmails, type AttachmentInput, type SendEmailInput, type Sender } from '../sending/index.js';
 import { loadInbound, type InboundEmail } from './inbound-emails.js';
 import { rfc5322Date } from './receiver.js';
 

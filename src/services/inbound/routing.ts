@@ -12,12 +12,11 @@
 import type { AppContext } from '../../context.js';
 import { readsOf } from '../../db/index.js';
 import type { MailboxAccount, MailStore } from '../../mailstore/types.js';
-import { RETURN_PATH_PREFIX } from '../sending/email-records.js';
+import { RETURN_PATH_PREFIX } from '../sending/index.js';
 import { emailIdFromReturnPath } from './feedback.js';
 import { directoryOf } from './directory.js';
+import { INBOUND_MODES, type InboundMode } from '../platform/index.js';
 
-export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
-export type InboundMode = (typeof INBOUND_MODES)[number];
 
 /** The local part the published DMARC record names (`rua=mailto:dmarc-reports@<domain>`). */
 export const DMARC_RUA_LOCAL_PART = 'dmarc-reports';

@@ -8,7 +8,7 @@ import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } fr
 import { toPage, type Page, type PageRequest } from '../../core/paging.js';
 import { MAILBOX_CAPS } from '../../limits/table.js';
 import { MailStoreError, type Alias, type FilterRule, type MailboxAccount, type Share, type ShareAccess } from '../../mailstore/types.js';
-import { reservedAddress } from '../inbound/routing.js';
+import { reservedAddress } from '../inbound/index.js';
 
 /** Who calls: the team and its plan (from the API key). */
 export interface MailboxCaller {

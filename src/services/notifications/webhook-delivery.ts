@@ -19,7 +19,7 @@ import { WEBHOOK_DELIVER_JOB, webhookLane, type DeliverJobPayload } from '../../
 import { postWebhook, type WebhookResponse } from '../../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../../events/webhook-signature.js';
 import { recordAlert } from './alerts.js';
-import { sendSystemEmail } from '../sending/system-mail.js';
+import { sendSystemEmail } from '../sending/index.js';
 
 /** Waits after failed attempts 1..7; the 8th failure is final. */
 export const WEBHOOK_RETRY_DELAYS_MS = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 2 * HOUR, 8 * HOUR, 16 * HOUR];

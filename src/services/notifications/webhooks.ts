@@ -10,7 +10,7 @@ import { toPage, type Page, type PageRequest } from '../../core/paging.js';
 import { WEBHOOK_DELIVER_JOB, eventBody, webhookLane, type DeliverJobPayload } from '../../events/webhook-dispatcher.js';
 import { AddressRefused, checkWebhookHost } from '../../events/webhook-http.js';
 import type { EventType } from '../../events/types.js';
-import { limitsFor } from '../platform/limits.js';
+import { limitsFor } from '../platform/index.js';
 import { dropSchedule, loadDelivery, recordAttempt, sendAttempt, type DeliveryRow, type DeliveryStatus, type WebhookRow } from './webhook-delivery.js';
 
 export const TEST_EVENT = 'webhook.test';

@@ -11,7 +11,6 @@ import { newId, randomBase62 } from '../../core/ids.js';
 import { recordEvent } from '../../events/recorder.js';
 import { limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
-import type { InboundMode } from '../inbound/routing.js';
 import type { KeyMode } from './api-keys.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -19,6 +18,9 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 export const REGIONS = ['eu-west-1'] as const;
 export const TLS_MODES = ['opportunistic', 'enforced'] as const;
 export type TlsMode = (typeof TLS_MODES)[number];
+/** What the MX does with a domain's mail (services/inbound/routing.ts acts on it). */
+export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
+export type InboundMode = (typeof INBOUND_MODES)[number];
 export type DomainStatus = 'pending' | 'verified' | 'failed';
 
 export interface Domain {

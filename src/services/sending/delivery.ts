@@ -21,7 +21,6 @@ import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../../mta/types.js';
 import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailBodyRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
-import type { LocalDelivery, LocalRecipient } from '../inbound/local-delivery.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
 
 /**
@@ -110,8 +109,20 @@ function bounceData(o: RecipientOutcome): Record<string, unknown> {
 const GATHER_MS = 4;
 const MAX_BATCH = 200;
 
+/**
+ * Recipients the box serves itself, delivered without a network hop: the inbound area implements it
+ * (services/inbound/local-delivery.ts) and appliance.ts hands it in. What a recipient carries besides its
+ * address is the implementation's own.
+ */
+export interface LocalDelivery<R extends { address: string }> {
+  /** Those of `recipients` (all at `domain`) that the box serves itself; none when the domain is not local. */
+  recipients(domain: string, recipients: string[]): Promise<R[]>;
+  /** Delivers a finished (signed) message to them, as the MX would have: one outcome per recipient. */
+  deliver(raw: Buffer, envelopeFrom: string, recipients: R[]): Promise<DeliveryResult>;
+}
+
 /** The handler for DELIVER_JOB, with its batched reads and writes; messages are built by the render pool. */
-export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: RenderPool, local?: LocalDelivery): JobHandler {
+export function createDeliveryHandler<R extends { address: string }>(ctx: AppContext, mta: Mta, renderer: RenderPool, local?: LocalDelivery<R>): JobHandler {
   const reads = readsOf(ctx.db);
   const shared = sharedWriterOf(ctx.db);
   const load = new Batcher<number, Loaded | undefined>(async (ids) => {
@@ -286,8 +297,8 @@ export function createDeliveryHandler(ctx: AppContext, mta: Mta, renderer: Rende
 }
 
 /** Takes the recipients this box serves itself out of `remote` (emptied domains go): they are delivered locally. */
-async function takeLocal(local: LocalDelivery, remote: Map<string, string[]>): Promise<LocalRecipient[]> {
-  const here: LocalRecipient[] = [];
+async function takeLocal<R extends { address: string }>(local: LocalDelivery<R>, remote: Map<string, string[]>): Promise<R[]> {
+  const here: R[] = [];
   for (const [domain, addresses] of remote) {
     const found = await local.recipients(domain, addresses);
     if (found.length === 0) continue;

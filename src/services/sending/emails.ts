@@ -10,7 +10,7 @@ import { newPublicId } from '../../core/ids.js';
 import { DAY } from '../../core/clock.js';
 import { toPage, type Page, type PageRequest } from '../../core/paging.js';
 import { htmlToText, inferContentType, textGiven } from '../../mta/compose.js';
-import type { KeyMode } from '../platform/api-keys.js';
+import type { KeyMode } from '../platform/index.js';
 import { insertRows, sharedWriterOf } from '../../db/batcher.js';
 import { deferForeignKeys } from '../../db/script.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';

@@ -4,7 +4,7 @@
 import type { AppContext } from '../../context.js';
 import { addressKey } from '../../core/address.js';
 import type { MailboxAccount, MailStore } from '../../mailstore/types.js';
-import { authenticate as authenticateApiKey, type Principal } from '../platform/api-keys.js';
+import { authenticate as authenticateApiKey, type Principal } from '../platform/index.js';
 import { sendRawEmail, type RawSendResult } from './raw-emails.js';
 
 /** The SMTP AUTH username that means "the password is an API key". */

@@ -5,7 +5,7 @@
 // "complaint about message from <ip>" from staff@hotmail.com whose only part is the complained-of message,
 // with the complaining mailbox in its X-HmXmrOriginalRecipient header.
 // Pure: a parsed MIME tree in, a ComplaintNotice out.
-import type { ComplaintNotice } from '../../services/inbound/feedback.js';
+import type { ComplaintNotice } from '../../services/inbound/index.js';
 import { originalHeaders } from './dsn.js';
 import { addressesIn, addressFrom, header, parseHeaderBlock, walk, type Header, type MimePart } from './mime.js';
 

@@ -4,7 +4,7 @@
 // node:zlib, zip with ./zip.ts. Pure: a parsed MIME tree in, a report out, or a ReportError saying why not.
 import { gunzipSync } from 'node:zlib';
 import { XMLParser } from 'fast-xml-parser';
-import type { DmarcAggregateReport, DmarcRecord } from '../../services/inbound/dmarc-reports.js';
+import type { DmarcAggregateReport, DmarcRecord } from '../../services/inbound/index.js';
 import { walk, type MimePart } from './mime.js';
 import { readZip } from './zip.js';
 

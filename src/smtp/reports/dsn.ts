@@ -6,7 +6,7 @@
 // from a message that presents itself as a delivery report (sender, subject, X-Failed-Recipients): an
 // out-of-office or a person answering to the return path is no bounce, whatever numbers it quotes.
 // Pure: a parsed MIME tree in, a BounceNotice out.
-import type { BounceNotice, BounceRecipient } from '../../services/inbound/feedback.js';
+import type { BounceNotice, BounceRecipient } from '../../services/inbound/index.js';
 import { enhancedCodeOf } from '../../mta/bounce.js';
 import { addressesIn, addressFrom, header, parseFieldGroups, parseHeaderBlock, walk, type Header, type MimePart } from './mime.js';
 

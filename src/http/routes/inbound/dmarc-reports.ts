@@ -1,7 +1,7 @@
 // DMARC aggregate reports received for a domain, with the spec's own paging (`page`, `perPage`, clamped).
 import { defineRoute } from '../../route.js';
 import { DmarcReportList } from '../../schemas/inbound/inbound.js';
-import { dmarcPaging, listDmarcReports } from '../../../services/inbound/dmarc-reports.js';
+import { dmarcPaging, listDmarcReports } from '../../../services/inbound/index.js';
 
 export const dmarcReportRoutes = [
   defineRoute({

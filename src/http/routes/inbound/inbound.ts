@@ -6,10 +6,9 @@ import { paged } from '../../schemas/common.js';
 import { DraftReply, Forward, InboundAttachments, InboundEmail, InboundListItem, InboundListQuery, Reply, ReplyToSend } from '../../schemas/inbound/inbound.js';
 import { parsePaging } from '../../../core/paging.js';
 import { notFound } from '../../../core/errors.js';
-import type { Principal } from '../../../services/platform/api-keys.js';
-import type { Sender } from '../../../services/sending/emails.js';
-import { getInbound, getInboundAttachments, listInbound } from '../../../services/inbound/inbound-emails.js';
-import { draftReply, forwardInbound, replyToInbound } from '../../../services/inbound/replies.js';
+import type { Principal } from '../../../services/platform/index.js';
+import type { Sender } from '../../../services/sending/index.js';
+import { getInbound, getInboundAttachments, listInbound, draftReply, forwardInbound, replyToInbound } from '../../../services/inbound/index.js';
 
 const Accepted = z.object({ id: z.string().describe('em_… id of the email sent') });
 const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: p.keyId, mode: p.mode });

@@ -4,7 +4,7 @@
 import type Koa from 'koa';
 import { badRequest, payloadTooLarge } from '../../../core/errors.js';
 import { defineRoute, type Route } from '../../route.js';
-import { autodiscoverRequestAddress, autodiscoverResponse, clientAddress, thunderbirdConfig } from '../../../services/mailboxes/autoconfig.js';
+import { autodiscoverRequestAddress, autodiscoverResponse, clientAddress, thunderbirdConfig } from '../../../services/mailboxes/index.js';
 
 /** An Autodiscover request is a few hundred bytes; anything past this is not one. */
 export const AUTODISCOVER_MAX_BODY = 64 * 1024;

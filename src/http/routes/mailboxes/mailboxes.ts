@@ -19,22 +19,7 @@ import {
   UpdateMailbox,
 } from '../../schemas/mailboxes/mailboxes.js';
 import { parsePaging } from '../../../core/paging.js';
-import {
-  addShare,
-  createAlias,
-  createMailbox,
-  deleteAlias,
-  deleteMailbox,
-  getFilters,
-  getMailbox,
-  listAliases,
-  listMailboxes,
-  listShares,
-  putFilters,
-  removeShare,
-  setMailboxPassword,
-  updateMailbox,
-} from '../../../services/mailboxes/mailboxes.js';
+import { addShare, createAlias, createMailbox, deleteAlias, deleteMailbox, getFilters, getMailbox, listAliases, listMailboxes, listShares, putFilters, removeShare, setMailboxPassword, updateMailbox } from '../../../services/mailboxes/index.js';
 import type { FilterRule as StoreFilterRule } from '../../../mailstore/types.js';
 
 const tag = 'Mailboxes';

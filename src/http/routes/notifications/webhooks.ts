@@ -3,18 +3,7 @@ import { defineRoute } from '../../route.js';
 import { PageMeta, Success } from '../../schemas/common.js';
 import { BatchReplay, CreatedWebhook, CreateWebhook, RotateSecret, UpdateWebhook, Webhook, WebhookDelivery } from '../../schemas/notifications/webhooks.js';
 import { parsePaging } from '../../../core/paging.js';
-import {
-  batchReplay,
-  createWebhook,
-  deleteWebhook,
-  getWebhook,
-  listDeliveries,
-  listWebhooks,
-  replayDelivery,
-  rotateWebhookSecret,
-  testWebhook,
-  updateWebhook,
-} from '../../../services/notifications/webhooks.js';
+import { batchReplay, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, replayDelivery, rotateWebhookSecret, testWebhook, updateWebhook } from '../../../services/notifications/index.js';
 
 const tag = 'Webhooks';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute } from '../../route.js';
 import { ApiKey, CreateApiKey, IssuedApiKey } from '../../schemas/platform/api-keys.js';
 import { Success } from '../../schemas/common.js';
-import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey, type IssuedKey } from '../../../services/platform/api-keys.js';
+import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey, type IssuedKey } from '../../../services/platform/index.js';
 
 const issued = ({ key, token }: IssuedKey) => ({ success: true as const, ...key, token });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute } from '../../route.js';
 import { Success } from '../../schemas/common.js';
 import { CreateDomain, Domain, UpdateDomain } from '../../schemas/platform/domains.js';
-import { createDomain, deleteDomain, getDomain, listDomains, updateDomain, verifyDomain } from '../../../services/platform/domains.js';
+import { createDomain, deleteDomain, getDomain, listDomains, updateDomain, verifyDomain } from '../../../services/platform/index.js';
 
 export const domainRoutes = [
   defineRoute({

@@ -3,7 +3,7 @@ import { defineRoute } from '../../route.js';
 import { paged } from '../../schemas/common.js';
 import { parsePaging } from '../../../core/paging.js';
 import { EVENT_TYPES, type EventType } from '../../../events/types.js';
-import { listTeamEvents } from '../../../services/platform/events.js';
+import { listTeamEvents } from '../../../services/platform/index.js';
 
 /** `type`: one event type, several comma-separated, or the parameter repeated (`?type=a&type=b`). */
 const EventQuery = z.object({

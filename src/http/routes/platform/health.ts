@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../../route.js';
-import { checkHealth } from '../../../services/platform/health.js';
+import { checkHealth } from '../../../services/platform/index.js';
 
 export const healthRoutes = [
   defineRoute({

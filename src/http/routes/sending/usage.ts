@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../../route.js';
-import { getUsage } from '../../../services/sending/quotas.js';
+import { getUsage } from '../../../services/sending/index.js';
 import { PLANS } from '../../../config.js';
 
 const UsageQuery = z.object({

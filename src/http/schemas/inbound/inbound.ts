@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { SendEmail } from '../sending/emails.js';
 import { boolean } from '../common.js';
-import { INBOUND_MODES } from '../../../services/inbound/routing.js';
+import { INBOUND_MODES } from '../../../services/platform/index.js';
 
 const f = SendEmail.shape;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KEY_MODES, PERMISSIONS } from '../../../services/platform/api-keys.js';
+import { KEY_MODES, PERMISSIONS } from '../../../services/platform/index.js';
 import { name } from '../common.js';
 
 export const CreateApiKey = z

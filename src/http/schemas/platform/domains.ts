@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { REGIONS, TLS_MODES } from '../../../services/platform/domains.js';
+import { REGIONS, TLS_MODES, INBOUND_MODES } from '../../../services/platform/index.js';
 import { boolean } from '../common.js';
-import { INBOUND_MODES } from '../../../services/inbound/routing.js';
 
 const region = z.enum(REGIONS, { error: `must be ${REGIONS.join(', ')} (the only region)` });
 const tlsMode = z.enum(TLS_MODES, { error: `must be one of ${TLS_MODES.join(', ')}` });

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { parseMailbox } from '../../../core/address.js';
 import { displayNameFolds, headerFolds, isUnstructuredHeader } from '../../../core/header-lines.js';
-import { EMAIL_STATUSES } from '../../../services/sending/email-status.js';
+import { EMAIL_STATUSES } from '../../../services/sending/index.js';
 
 const mailbox = z.string({ error: 'must be a valid email address' }).superRefine((v, zctx) => {
   const m = parseMailbox(v);

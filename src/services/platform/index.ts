@@ -1,0 +1,17 @@
+// The platform area: the account a request acts for and what it owns — teams, API keys, plans and their
+// limits, sending domains with their DNS records, the event log, health. The lowest area: it imports no other.
+// What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
+export {
+  authenticate, createApiKey, deleteApiKey, type IssuedKey, KEY_MODES, type KeyMode, listApiKeys, modeOfToken,
+  newToken, type Permission, PERMISSIONS, type Principal, rotateApiKey
+} from './api-keys.js';
+export {
+  createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
+  REGIONS, TLS_MODES, updateDomain, verifyDomain
+} from './domains.js';
+export { listTeamEvents } from './events.js';
+export { checkHealth } from './health.js';
+export { limitsFor, PLAN_LIMITS } from './limits.js';
+export {
+  createTeamWithKey, getTeam, insertTeamWithKey, listTeams, setTeamPlan, type Team, type TeamWithKey
+} from './teams.js';

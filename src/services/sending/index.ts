@@ -1,0 +1,20 @@
+// The sending area: the one send path (API, batch, SMTP submission, system mail; later broadcasts, workflows,
+// MCP), delivery jobs, previews and spam score, test mode, quotas and the suppression check.
+// Imports the platform area only.
+// What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
+export { createDeliveryHandler, type LocalDelivery } from './delivery.js';
+export { previewEmail, spamPreview } from './email-preview.js';
+export {
+  emailEventRow, type EmailRow, type RecipientRow, RETURN_PATH_PREFIX, timelineRow, type TimelineRow
+} from './email-records.js';
+export { deriveEmailStatus, EMAIL_STATUSES } from './email-status.js';
+export {
+  type AttachmentInput, cancelEmail, DELIVER_JOB, getEmail, listEmailEvents, listEmails, MAX_RECIPIENTS,
+  type Reader, rescheduleEmail, sendEmail, type SendEmailInput, sendEmails, type Sender, setTextDeriver
+} from './emails.js';
+export {
+  getHold, getUsage, isSendQuotaRefusal, markEstablished, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause
+} from './quotas.js';
+export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
+export { addSuppression } from './suppressions.js';
+export { sendSystemEmail } from './system-mail.js';
