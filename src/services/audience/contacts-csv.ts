@@ -48,23 +48,49 @@ export interface ImportResult {
 
 interface CsvRecord {
   record: string[];
-  info: { lines: number };
-  raw: string;
+  /** Bytes of the text read when the record ended (its line break included; a BOM counts). */
+  info: { bytes: number };
 }
 
-/** The line a record starts on: csv-parse counts the line it ends on. */
-function startLine(r: CsvRecord): number {
-  const body = r.raw.replace(/^\r/, '').replace(/(\r\n|\n|\r)$/, '');
-  return r.info.lines - (body.match(/\r\n|\n|\r/g)?.length ?? 0);
+/**
+ * Line numbers of byte offsets in a CSV text, asked for in increasing order: a record starts where the one
+ * before it ended, past any blank lines. (csv-parse's own line count counts the CR and the LF of a CRLF inside
+ * a quoted field as two lines.)
+ */
+class LineCounter {
+  private at = 0;
+  private line = 1;
+  constructor(private readonly bytes: Buffer) {}
+
+  /** The line of the first byte at or after `offset` that is not a line break. */
+  lineOf(offset: number): number {
+    let i = offset;
+    while (i < this.bytes.length && (this.bytes[i] === 0x0a || this.bytes[i] === 0x0d)) i++;
+    for (; this.at < i; this.at++) {
+      const c = this.bytes[this.at];
+      if (c === 0x0a || (c === 0x0d && this.bytes[this.at + 1] !== 0x0a)) this.line++;
+    }
+    return this.line;
+  }
 }
 
-function parseCsv(csv: string): CsvRecord[] {
+/** Each record with the line it starts on. */
+function parseCsv(csv: string): Array<{ cells: string[]; line: number }> {
+  const lines = new LineCounter(Buffer.from(csv, 'utf8'));
+  let records: CsvRecord[];
   try {
-    return parse(csv, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, raw: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as CsvRecord[];
+    records = parse(csv, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as CsvRecord[];
   } catch (err) {
-    const e = err as { message?: string; lines?: number };
+    const e = err as { code?: string; message?: string; bytes?: number };
+    if (e.code === 'CSV_QUOTE_NOT_CLOSED') throw badRequest(`csv: a quoted field opened on line ${lines.lineOf(e.bytes ?? 0)} is never closed`);
     throw badRequest(`csv: ${e.message?.replace(/^[A-Za-z ]+: /, '') ?? 'cannot be read'}`);
   }
+  let start = 0;
+  return records.map((r) => {
+    const line = lines.lineOf(start);
+    start = r.info.bytes;
+    return { cells: r.record, line };
+  });
 }
 
 /** How each header column is read. */
@@ -148,7 +174,7 @@ export async function importContacts(ctx: AppContext, teamId: string, input: { c
     const segment = input.segmentId !== undefined ? await findSegment(trx, teamId, input.segmentId) : undefined;
     if (segment && segment.rules !== null) throw unprocessable('Segment is dynamic: its members are the contacts its rules match');
     const types = await propertyTypes(trx, teamId);
-    const { columns, ignored } = readHeader(records[0]!.record, types);
+    const { columns, ignored } = readHeader(records[0]!.cells, types);
 
     // Each row read on its own: a bad one is reported and left out; a repeated address is reported too.
     const errors: ImportError[] = [];
@@ -158,15 +184,14 @@ export async function importContacts(ctx: AppContext, teamId: string, input: { c
       if (errors.length < MAX_REPORTED_ERRORS) errors.push({ line, email, error });
     };
     const rows = new Map<string, RowChange>();
-    for (const r of records.slice(1)) {
-      const line = startLine(r);
+    for (const { cells, line } of records.slice(1)) {
       try {
-        const change = readRow(columns, r.record, line);
+        const change = readRow(columns, cells, line);
         const earlier = rows.get(change.key);
         if (earlier) fail(line, change.email, `repeats the address of line ${earlier.line}`);
         else rows.set(change.key, change);
       } catch (err) {
-        fail(line, emailCell(columns, r.record), err instanceof Error ? err.message : String(err));
+        fail(line, emailCell(columns, cells), err instanceof Error ? err.message : String(err));
       }
     }
 
