@@ -147,8 +147,10 @@ t.test('the export is CSV with every contact and property, and reads back in', a
   const app = await startTestApp(t);
   await app.request('POST', '/contact-properties', { body: { name: 'zeta', type: 'string' } });
   await app.request('POST', '/contact-properties', { body: { name: 'alpha', type: 'number' } });
-  const rows = ['email,first_name,last_name,zeta,alpha'];
-  for (let i = 0; i < 2_500; i++) rows.push(`p${i}@exp.test,"Name, ${i}",${i % 2 ? 'L' : ''},"multi\nline ""${i}""",${i}`);
+  await app.request('POST', '/contact-properties', { body: { name: 'flag', type: 'boolean' } });
+  await app.request('POST', '/contact-properties', { body: { name: 'since', type: 'date' } });
+  const rows = ['email,first_name,last_name,zeta,alpha,flag,since'];
+  for (let i = 0; i < 2_500; i++) rows.push(`p${i}@exp.test,"Name, ${i}",${i % 2 ? 'L' : ''},"multi\nline ""${i}""",${i / 2},${i % 3 === 0},${i % 5 ? '' : '2026-04-01'}`);
   t.equal((await importCsv(app, rows.join('\n'))).body.created, 2_500);
 
   const res = await fetch(`${app.url}/contacts/export`, { headers: { authorization: `Bearer ${app.apiKey}` } });
@@ -158,8 +160,9 @@ t.test('the export is CSV with every contact and property, and reads back in', a
   const text = await res.text();
   const records = parse(text, { columns: true }) as Array<Record<string, string>>;
   t.equal(records.length, 2_500, 'every contact, past the first page of the export');
-  t.same(Object.keys(records[0]!), ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'created_at', 'alpha', 'zeta'], 'properties A-Z after the fields');
-  t.same(records[7], { ...records[7], email: 'p7@exp.test', first_name: 'Name, 7', last_name: 'L', unsubscribed: 'false', alpha: '7', zeta: 'multi\nline "7"' });
+  t.same(Object.keys(records[0]!), ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'created_at', 'alpha', 'flag', 'since', 'zeta'], 'properties A-Z after the fields');
+  t.same(records[7], { ...records[7], email: 'p7@exp.test', first_name: 'Name, 7', last_name: 'L', unsubscribed: 'false', alpha: '3.5', flag: 'false', since: '', zeta: 'multi\nline "7"' });
+  t.same(records[0], { ...records[0], last_name: '', alpha: '0', flag: 'true', since: '2026-04-01T00:00:00.000Z' });
   t.equal(records[0]!.email, 'p0@exp.test', 'oldest first');
 
   // The export is an import: re-reading it changes nothing.

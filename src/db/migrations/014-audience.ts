@@ -3,7 +3,7 @@
 //
 // Rows join on integer keys (`pk`, SQLite's rowid); the public ids (`ct_…`, `seg_…`, …) are time-ordered, so
 // their unique indexes grow at their end. A contact's `search` column is what `GET /contacts?search=` looks
-// in (its email, first and last name, lower-cased), one column for instr() instead of three LIKEs.
+// in (its email, first and last name, lower-cased), indexed by trigrams.
 // last_sent/opened/clicked_at feed the engagement segments; engagement tracking keeps them (NULL until then).
 import type { Knex } from 'knex';
 
@@ -27,6 +27,19 @@ export async function up(knex: Knex): Promise<void> {
     UNIQUE (team_id, email_key)
   )`);
   await knex.raw('CREATE INDEX contacts_team_pk ON contacts (team_id, pk)');
+  // Substring search without a scan: an FTS5 trigram index over `search` (queries of 3+ characters; shorter
+  // ones scan the team's contacts), kept by triggers whoever writes the contacts.
+  await knex.raw(`CREATE VIRTUAL TABLE contacts_search USING fts5(search, content='contacts', content_rowid='pk', tokenize='trigram')`);
+  await knex.raw(`CREATE TRIGGER contacts_search_insert AFTER INSERT ON contacts BEGIN
+    INSERT INTO contacts_search (rowid, search) VALUES (new.pk, new.search);
+  END`);
+  await knex.raw(`CREATE TRIGGER contacts_search_delete AFTER DELETE ON contacts BEGIN
+    INSERT INTO contacts_search (contacts_search, rowid, search) VALUES ('delete', old.pk, old.search);
+  END`);
+  await knex.raw(`CREATE TRIGGER contacts_search_update AFTER UPDATE OF search ON contacts BEGIN
+    INSERT INTO contacts_search (contacts_search, rowid, search) VALUES ('delete', old.pk, old.search);
+    INSERT INTO contacts_search (rowid, search) VALUES (new.pk, new.search);
+  END`);
 
   await knex.raw(`CREATE TABLE contact_properties (
     pk INTEGER PRIMARY KEY,
@@ -90,5 +103,5 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP INDEX IF EXISTS suppressions_team_id');
   await knex.schema.alterTable('suppressions', (t) => t.dropColumn('email_id'));
-  for (const table of ['topic_subscriptions', 'topics', 'segment_contacts', 'segments', 'contact_properties', 'contacts']) await knex.schema.dropTableIfExists(table);
+  for (const table of ['topic_subscriptions', 'topics', 'segment_contacts', 'segments', 'contact_properties', 'contacts_search', 'contacts']) await knex.schema.dropTableIfExists(table);
 }

@@ -3,10 +3,10 @@
 // fails the whole file (no email column, over 10,000 rows, a quote never closed, an unknown segment) changes
 // nothing. The export streams the team's contacts in pages, so its size never sits in memory.
 import { parse } from 'csv-parse/sync';
-import { stringify } from 'csv-stringify/sync';
 import type { AppContext } from '../../context.js';
 import { insertRows, updateFromValues } from '../../db/batcher.js';
 import { queryRows, readsOf } from '../../db/index.js';
+import { sqlLiteral } from '../../db/script.js';
 import { addressKey, normaliseAddress } from '../../core/address.js';
 import { badRequest, unprocessable } from '../../core/errors.js';
 import { newPublicId } from '../../core/ids.js';
@@ -289,27 +289,43 @@ function samePropertiesText(a: string, b: string): boolean {
   return keys.length === Object.keys(y).length && keys.every((k) => x[k] === y[k]);
 }
 
+/** A column's value as one CSV cell, in SQL: quoted when it holds a quote, a comma or a line break (RFC 4180). */
+const csvCell = (expr: string) =>
+  `(SELECT CASE WHEN v IS NULL THEN '' WHEN v GLOB ('*[",' || char(10, 13) || ']*') THEN '"' || replace(v, '"', '""') || '"' ELSE v END FROM (SELECT CAST(${expr} AS TEXT) AS v))`;
+
+/** A property's value as text: a boolean as true/false, as the import reads it. */
+const propertyText = (name: string) => {
+  const path = sqlLiteral(`$."${name}"`);
+  return `CASE json_type(properties, ${path}) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE json_extract(properties, ${path}) END`;
+};
+
 /**
  * The team's contacts as CSV, oldest first: a header row, then one row per contact — id, email, first_name,
  * last_name, unsubscribed, created_at, then each defined property (A–Z). Yields the text in pieces of
- * EXPORT_PAGE contacts, read page by page (keyset on the row key) from the read-only connections.
+ * EXPORT_PAGE contacts, read page by page (keyset on the row key) from the read-only connections; SQLite
+ * writes each row's line, so a page costs the event loop one string per contact.
  */
 export async function* exportContacts(ctx: AppContext, teamId: string): AsyncGenerator<string> {
   const reads = readsOf(ctx.db);
   const properties = [...(await propertyTypes(reads, teamId)).keys()].sort();
-  yield stringify([['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'created_at', ...properties]]);
+  const header = ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'created_at', ...properties];
+  const cells = [
+    csvCell('id'),
+    csvCell('email'),
+    csvCell('first_name'),
+    csvCell('last_name'),
+    `CASE unsubscribed WHEN 0 THEN 'false' ELSE 'true' END`,
+    'created_at',
+    ...properties.map((p) => csvCell(propertyText(p))),
+  ];
+  const sql = `SELECT pk, ${cells.join(" || ',' || ")} AS line FROM contacts WHERE team_id = ? AND pk > ? ORDER BY pk LIMIT ?`;
+  // Property names are letters, digits and _ (properties.ts): the header needs no quoting.
+  yield header.join(',') + '\n';
   let after = 0;
   for (;;) {
-    const rows = await queryRows<ContactRow>(reads, 'SELECT * FROM contacts WHERE team_id = ? AND pk > ? ORDER BY pk LIMIT ?', [teamId, after, EXPORT_PAGE]);
+    const rows = await queryRows<{ pk: number; line: string }>(reads, sql, [teamId, after, EXPORT_PAGE]);
     if (rows.length === 0) return;
     after = rows[rows.length - 1]!.pk;
-    yield stringify(
-      rows.map((r) => {
-        const props = JSON.parse(r.properties) as Properties;
-        return [r.id, r.email, r.first_name ?? '', r.last_name ?? '', r.unsubscribed ? 'true' : 'false', r.created_at, ...properties.map((p) => cellOf(props[p]))];
-      }),
-    );
+    yield rows.map((r) => r.line).join('\n') + '\n';
   }
 }
-
-const cellOf = (v: Properties[string] | undefined): string => (v === undefined ? '' : String(v));

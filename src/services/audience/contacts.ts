@@ -183,8 +183,15 @@ export async function listContacts(ctx: AppContext, teamId: string, filters: Con
     bindings.push(...member.bindings);
   }
   if (filters.search !== undefined && filters.search !== '') {
-    where.push('instr(c.search, ?) > 0');
-    bindings.push(filters.search.toLowerCase());
+    const needle = filters.search.toLowerCase();
+    // Three characters or more: the trigram index finds the rows (a phrase of the needle is a substring match).
+    if ([...needle].length >= 3) {
+      where.push('c.pk IN (SELECT rowid FROM contacts_search WHERE contacts_search MATCH ?)');
+      bindings.push(`"${needle.replaceAll('"', '""')}"`);
+    } else {
+      where.push('instr(c.search, ?) > 0');
+      bindings.push(needle);
+    }
   }
   if (filters.unsubscribed !== undefined) {
     where.push('c.unsubscribed = ?');
