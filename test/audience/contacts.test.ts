@@ -128,8 +128,15 @@ t.test('contact properties: A-Z, conflicts, rename follows, delete removes the k
   const members = await app.request<Page<Contact>>('GET', `/segments/${seg.body.segment.id}/members`);
   t.same(members.body.data.map((m) => m.id), [c.id], 'so does the rule');
 
+  const vipId = await defineProperty(app, 'vip', 'boolean');
+  const ageId = (list.body.properties as Array<{ name: string; id?: string }>).find((p) => p.name === 'age')?.id;
+  await app.request('PATCH', `/contacts/${c.id}`, { body: { properties: { vip: true, age: 41 } } });
+  await app.request('PATCH', `/contact-properties/${vipId}`, { body: { name: 'is_vip' } });
+  await app.request('PATCH', `/contact-properties/${ageId}`, { body: { name: 'years' } });
+  t.same((await app.request<{ contact: Contact }>('GET', `/contacts/${c.id}`)).body.contact.properties, { region: 'eu', is_vip: true, years: 41 }, 'a renamed value keeps its JSON type');
+
   t.equal((await app.request('DELETE', `/contact-properties/${zId}`)).status, 200);
-  t.same((await app.request<{ contact: Contact }>('GET', `/contacts/${c.id}`)).body.contact.properties, {}, 'deleting the definition removes the key');
+  t.same((await app.request<{ contact: Contact }>('GET', `/contacts/${c.id}`)).body.contact.properties, { is_vip: true, years: 41 }, 'deleting the definition removes the key');
   t.equal((await app.request('DELETE', `/contact-properties/${zId}`)).status, 404);
 });
 

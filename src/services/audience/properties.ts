@@ -92,8 +92,9 @@ export async function updateProperty(ctx: AppContext, teamId: string, id: string
     if (input.name !== undefined && input.name !== row.name) {
       const clash = await trx('contact_properties').where('team_id', teamId).whereNot('pk', row.pk).whereRaw('lower(name) = ?', [input.name.toLowerCase()]).first('pk');
       if (clash) throw conflict(`Contact property '${input.name}' already exists`);
+      // `->` answers the value as JSON text (a boolean stays true, not 1); json() makes json_set take it as JSON.
       await trx.raw(
-        `UPDATE contacts SET properties = json_set(json_remove(properties, ?), ?, json_extract(properties, ?)), updated_at = ?
+        `UPDATE contacts SET properties = json_set(json_remove(properties, ?), ?, json(properties -> ?)), updated_at = ?
          WHERE team_id = ? AND json_type(properties, ?) IS NOT NULL`,
         [path(row.name), path(input.name), path(row.name), now, teamId, path(row.name)],
       );
