@@ -43,6 +43,7 @@ export const emailRoutes = [
     tag: 'Emails',
     access: 'sending_access',
     body: SendBatch,
+    arrayBody: 'emails',
     status: 202,
     response: z.object({ data: z.array(z.union([Accepted, z.object({ error: z.string(), code: z.string() })])) }),
     async handle({ app, principal, body }) {
