@@ -12,6 +12,7 @@ const asBox = <T>(data: unknown): T => data as T;
 
 interface BoxDomain extends DomainView {
   tls_mode: string;
+  click_tracking: boolean;
 }
 interface BoxEmail {
   id: string;
@@ -21,6 +22,7 @@ interface BoxEmail {
   status: string;
   mode: string;
   scheduled_at: string | null;
+  attachments: Array<{ filename: string; content_type: string; size: number }>;
 }
 interface BoxError {
   error: string;
@@ -53,6 +55,15 @@ t.test("Resend's Node SDK against the box", async (t) => {
     t.equal(list.error, null);
     const { domains } = asBox<{ domains: BoxDomain[] }>(list.data);
     t.ok(domains.some((d) => d.id === domainId), 'the list is { domains } (Resend: { data })');
+
+    const updated = await resend.domains.update({ id: domainId, clickTracking: true, tls: 'opportunistic' });
+    t.same(updated.data, { success: true });
+    t.match(asBox<BoxDomain>((await resend.domains.get(domainId)).data), { click_tracking: true, tls_mode: 'opportunistic' });
+
+    const spare = await resend.domains.create({ name: 'spare.sdk.example' });
+    const removed = await resend.domains.remove(asBox<BoxDomain>(spare.data).id);
+    t.same(removed.data, { success: true });
+    t.match(asBox<BoxError>((await resend.domains.get(asBox<BoxDomain>(spare.data).id)).error), { code: 'not_found' });
 
     const duplicate = await resend.domains.create({ name: 'sdk.example' });
     t.equal(duplicate.data, null);
@@ -95,7 +106,12 @@ t.test("Resend's Node SDK against the box", async (t) => {
     const test = new Resend(issued.body.token, { baseUrl: app.url });
     const base = { from: 'Acme <hello@sdk.example>', subject: 'Hello from the SDK', html: '<p>Hi <b>there</b></p>' };
 
-    const sent = await test.emails.send({ ...base, to: 'someone@dest.example', replyTo: 'support@sdk.example' });
+    const sent = await test.emails.send({
+      ...base,
+      to: 'someone@dest.example',
+      replyTo: 'support@sdk.example',
+      attachments: [{ filename: 'notes.txt', content: Buffer.from('hello, attachment'), contentType: 'text/plain' }],
+    });
     t.equal(sent.error, null);
     const id = sent.data!.id;
     t.match(id, /^em_/);
@@ -123,6 +139,10 @@ t.test("Resend's Node SDK against the box", async (t) => {
     const got = await test.emails.get(id);
     t.equal(got.error, null);
     t.match(asBox<BoxEmail>(got.data), { id, from: '"Acme" <hello@sdk.example>', to: ['someone@dest.example'], subject: base.subject, status: 'delivered', mode: 'test' });
+    t.same(asBox<BoxEmail>(got.data).attachments, [{ filename: 'notes.txt', content_type: 'text/plain', size: 17 }], 'a Buffer attachment arrives as base64');
+
+    const tagged = await test.emails.send({ ...base, to: 'x@dest.example', tags: [{ name: 'category', value: 'welcome' }] });
+    t.same(tagged.error, { error: 'tags.0: must be a string', code: 'invalid_request' }, "the spec's tags are strings, Resend's { name, value } are refused");
 
     const later = new Date(app.clock.now().getTime() + 3_600_000).toISOString();
     const scheduled = await test.emails.send({ ...base, to: 'later@dest.example', scheduledAt: later });
