@@ -66,7 +66,7 @@ export const emailRoutes = [
   defineRoute({
     method: 'POST',
     path: '/emails/spam-preview',
-    summary: 'Score a SendEmailInput against the content rules (see README); sends nothing',
+    summary: 'Score a SendEmailInput against the content rules (see docs/API.md); sends nothing',
     tag: 'Emails',
     access: 'sending_access',
     body: SendEmail,
