@@ -15,13 +15,16 @@ import { applyRateLimit, FixedWindowCounter } from './middleware/rate-limit.js';
 import { koaPath, type Route } from './route.js';
 import { allRoutes } from './routes/index.js';
 
+/** A route that takes a bare JSON array (`arrayBody`) reads it as the object form's list; anything else as it came. */
+const bodyInput = (route: Route, raw: unknown): unknown => (route.arrayBody && Array.isArray(raw) ? { [route.arrayBody]: raw } : raw);
+
 function mount(router: Router, app: AppContext, route: Route, rates: FixedWindowCounter | null): void {
   const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
   router[method](koaPath(route.path), async (ctx) => {
     const principal = await authorise(app, ctx, route.access);
     if (rates) applyRateLimit(rates, ctx, route, principal);
     const rawQuery = ctx.query as Record<string, string | string[] | undefined>;
-    const body = route.body ? parseBody(route.body, await readJsonBody(ctx)) : undefined;
+    const body = route.body ? parseBody(route.body, bodyInput(route, await readJsonBody(ctx))) : undefined;
     const query = route.query ? parseQuery(route.query, rawQuery) : undefined;
     const result = await route.handle({ app, principal, params: ctx.params as Record<string, string>, body, query, rawQuery, koa: ctx });
     if (result !== undefined) {

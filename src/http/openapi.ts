@@ -64,7 +64,13 @@ export function buildOpenApi(routes: Route[], version: string): Json {
       parameters,
       responses,
     };
-    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: schema(r.body, 'input') } } };
+    if (r.body) {
+      op.requestBody = {
+        required: true,
+        ...(r.arrayBody ? { description: `A bare JSON array is also accepted, read as { "${r.arrayBody}": [...] } (as Resend's SDKs send it)` } : {}),
+        content: { 'application/json': { schema: schema(r.body, 'input') } },
+      };
+    }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {

@@ -33,6 +33,11 @@ export interface RouteDef<B extends z.ZodType | undefined, Q extends z.ZodType |
   query?: Q;
   /** Documents Form A paging parameters (page, per_page, limit). */
   paged?: boolean;
+  /**
+   * A bare JSON array body is read as `{ [arrayBody]: array }` (Resend's SDKs post `/emails/batch` so);
+   * the object form stays the documented one.
+   */
+  arrayBody?: string;
   /** Success status; 200 unless stated. */
   status?: number;
   /** Documented response body. */
@@ -51,6 +56,7 @@ export interface Route {
   body?: z.ZodType;
   query?: z.ZodType;
   paged?: boolean;
+  arrayBody?: string;
   status?: number;
   response?: z.ZodType;
   handle(req: ErasedRequest): Promise<unknown>;

@@ -24,7 +24,7 @@ import { parseAggregateReport } from './reports/dmarc-aggregate.js';
 import { parseBounce } from './reports/dsn.js';
 import { parseMime, type MimePart } from './reports/mime.js';
 
-/** The listener's limits, each a named figure (README "Inbound mail"). */
+/** The listener's limits, each a named figure (docs/MAIL.md "Inbound mail"). */
 export const MX_LIMITS = {
   /** Largest message accepted (bytes of DATA): the same 36 MB as the API's body cap. */
   maxMessageBytes: 36 * 1024 * 1024,

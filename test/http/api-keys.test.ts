@@ -377,7 +377,7 @@ t.test('permissions: sending_access keys cannot manage the account', async (t) =
   }
   const batch = await app.request('POST', '/emails/batch', { key: sending.token, body: { emails: [] } });
   t.not(batch.status, 403, 'POST /emails/batch is allowed');
-  // Previews are part of composing a send (README's permission table lists them).
+  // Previews are part of composing a send (docs/API.md's permission table lists them).
   for (const path of ['/emails/preview', '/emails/spam-preview']) {
     const res = await app.request('POST', path, { key: sending.token, body: { from: 'me@not-added.example.com', to: ['you@example.net'], subject: 'hi', text: 'hi' } });
     t.equal(res.status, 200, `POST ${path} is allowed`);
@@ -462,8 +462,8 @@ t.test('bad credentials: 401 Invalid API key with a Bearer challenge', async (t)
   }
 });
 
-t.test("README's permission table names exactly the routes a sending_access key may call", async (t) => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+t.test("docs/API.md's permission table names exactly the routes a sending_access key may call", async (t) => {
+  const readme = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
   const row = readme.split('\n').find((l) => l.startsWith('| `sending_access` |'));
   t.ok(row, 'the row is there');
   const listed = [...(row ?? '').matchAll(/`((?:GET|POST|PUT|PATCH|DELETE) \/[^`]*)`/g)].map((m) => m[1]!).sort();

@@ -169,6 +169,19 @@ t.test('sending domains', async (t) => {
     t.match(got.body, { open_tracking: true, click_tracking: true, tls_mode: 'enforced' });
   });
 
+  t.test("Resend's `tls` is read as tls_mode (its SDKs send it); tls_mode wins when both are given", async (t) => {
+    const d = await create('create-tls-alias.example', { tls: 'enforced' });
+    t.equal(d.tls_mode, 'enforced');
+    t.notOk('tls' in d, 'answers name the spec’s field only');
+    const both = await create('create-tls-both.example', { tls: 'enforced', tls_mode: 'opportunistic' });
+    t.equal(both.tls_mode, 'opportunistic');
+    const bad = await req<ErrorBody>('POST', '/domains', { body: { name: 'create-tls-bad.example', tls: 'strict' } });
+    t.same(bad.body, { error: 'tls: must be one of opportunistic, enforced', code: 'invalid_request' });
+    const patched = await req('PATCH', `/domains/${both.id}`, { body: { tls: 'enforced' } });
+    t.same(patched.body, { success: true });
+    t.equal((await req<Domain>('GET', `/domains/${both.id}`)).body.tls_mode, 'enforced');
+  });
+
   t.test('POST /domains: missing or invalid fields answer 400 invalid_request and create nothing', async (t) => {
     const createdBefore = (await events('domain.created')).length;
     const listBefore = (await req<{ domains: Domain[] }>('GET', '/domains')).body.domains.length;

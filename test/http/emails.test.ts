@@ -403,6 +403,23 @@ t.test('emails in test mode', async (t) => {
     t.equal(empty.status, 400);
   });
 
+  t.test('batch: a bare JSON array (as Resend’s SDKs post it) is the same batch', async (t) => {
+    const res = await app.request<{ data: Array<{ id?: string; error?: string; code?: string }> }>('POST', '/emails/batch', {
+      key,
+      body: [base, { ...base, from: 'x@nowhere.example' }],
+    });
+    t.equal(res.status, 202);
+    t.match(res.body.data[0]!.id, /^em_/);
+    t.same(res.body.data[1], { error: "Domain 'nowhere.example' not found for this team", code: 'unprocessable_entity' });
+    const bad = await app.request<{ error: string; code: string }>('POST', '/emails/batch', { key, body: [{ ...base, to: ['not an address'] }] });
+    t.same(bad.body, { error: 'emails.0.to.0: must be a valid email address', code: 'invalid_request' }, 'element errors named as in the object form');
+    const tooMany = await app.request<{ error: string }>('POST', '/emails/batch', { key, body: Array.from({ length: 101 }, () => base) });
+    t.equal(tooMany.status, 400);
+    t.match(tooMany.body.error, /at most 100/);
+    const single = await app.request<{ error: string }>('POST', '/emails', { key, body: [base] });
+    t.same(single.body, { error: 'Request body must be a JSON object', code: 'invalid_request' }, 'other routes still refuse an array');
+  });
+
   t.test('GET /emails: Form A, newest first, filters', async (t) => {
     await send({ ...base, subject: 'Invoice 42', tags: ['billing'], to: ['pay@dest.example'] });
     const all = await app.request<Page<ListItem>>('GET', '/emails?per_page=5', { key });

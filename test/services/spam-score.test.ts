@@ -1,4 +1,4 @@
-// The spam-preview rules (spam-score.ts) do what the README says they do: links are read from the text as well
+// The spam-preview rules (spam-score.ts) do what docs/API.md says they do: links are read from the text as well
 // as the html, MANY_LINKS weighs each part's links against that part's words, and SUBJECT_ALL_CAPS reads capitals
 // of any script.
 import { readFileSync } from 'node:fs';
@@ -38,17 +38,17 @@ t.test("MANY_LINKS weighs each part's links against that part's own words", asyn
   t.ok(fired({ html: many, text: words(5000) }).includes('MANY_LINKS'), 'over 20 links in the html fire whatever the text');
 });
 
-t.test('MANY_LINKS: 4 or more links, fewer than 20 words per link, as the README says', async (t) => {
+t.test('MANY_LINKS: 4 or more links, fewer than 20 words per link, as docs/API.md says', async (t) => {
   const links = (n: number) => Array.from({ length: n }, (_, k) => `https://a.example/${k}`).join(' ');
   t.notOk(fired({ text: `${links(2)} ${words(30)}` }).includes('MANY_LINKS'), '2 links in 32 words');
   t.notOk(fired({ text: `${links(3)} ${words(10)}` }).includes('MANY_LINKS'), '3 links in 13 words');
   t.ok(fired({ text: `${links(4)} ${words(75)}` }).includes('MANY_LINKS'), '4 links in 79 words');
   t.notOk(fired({ text: `${links(4)} ${words(76)}` }).includes('MANY_LINKS'), '4 links in 80 words');
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
   const rules = readme.slice(readme.indexOf('**Spam preview rules**'), readme.indexOf('\n\n', readme.indexOf('**Spam preview rules**')));
-  t.match(rules, /`MANY_LINKS` 1 \([^)]*over 20 links, or 4 or more links and fewer than 20 words per link/, 'the README states the minimum');
+  t.match(rules, /`MANY_LINKS` 1 \([^)]*over 20 links, or 4 or more links and fewer than 20 words per link/, 'docs/API.md states the minimum');
   t.match(SPAM_RULES.find((r) => r.name === 'MANY_LINKS')?.description, /4 or more links and fewer than 20 words per link/, 'so does the rule description');
-  for (const r of SPAM_RULES) t.match(rules, `\`${r.name}\` ${r.score}`, `the README gives ${r.name} its score`);
+  for (const r of SPAM_RULES) t.match(rules, `\`${r.name}\` ${r.score}`, `docs/API.md gives ${r.name} its score`);
 });
 
 t.test('SUBJECT_ALL_CAPS reads capitals of any script', async (t) => {

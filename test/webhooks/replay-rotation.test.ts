@@ -218,12 +218,12 @@ t.test('secret rotation with graceHours 0 cuts over at once', async (t) => {
   t.ok(verifyWebhookSignature(receiver.received.at(-1)!.raw, receiver.received.at(-1)!.headers['x-service-signature'], res.body.secret));
 });
 
-t.test("the README's receiver example verifies real deliveries, during a rotation too", async (t) => {
+t.test("docs/API.md's receiver example verifies real deliveries, during a rotation too", async (t) => {
   const { readFileSync } = await import('node:fs');
   const { createHmac, timingSafeEqual } = await import('node:crypto');
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
   const start = readme.indexOf('function verify(rawBody, header, secret) {');
-  t.ok(start > 0, 'the example is in the README');
+  t.ok(start > 0, 'the example is in docs/API.md');
   const end = readme.indexOf('\n}\n', start) + 2;
   const verify = new Function('createHmac', 'timingSafeEqual', `${readme.slice(start, end)}\nreturn verify;`)(createHmac, timingSafeEqual) as (
     raw: Buffer,

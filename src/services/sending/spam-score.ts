@@ -58,7 +58,7 @@ function hostOf(url: string): string | null {
   }
 }
 
-/** The links, images and visible text are read from the first MiB of each body (README, spam-preview). */
+/** The links, images and visible text are read from the first MiB of each body (docs/API.md, spam preview rules). */
 export const SCORED_BODY_CHARS = 1024 * 1024;
 
 // A URL written out in the text: http://, https:// or www. (not glued to a word, an address or a path before
@@ -156,5 +156,5 @@ export function scoreContent(input: ScoredInput): SpamVerdict {
   return { score, threshold: SPAM_THRESHOLD, verdict: score >= SPAM_THRESHOLD ? 'likely_spam' : 'ok', rules };
 }
 
-/** The rules, for documentation and the README. */
+/** The rules, for documentation and docs/API.md. */
 export const SPAM_RULES = RULES.map(({ name, score, description }) => ({ name, score, description }));

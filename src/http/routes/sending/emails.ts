@@ -42,6 +42,7 @@ export const emailRoutes = [
     tag: 'Emails',
     access: 'sending_access',
     body: SendBatch,
+    arrayBody: 'emails',
     status: 202,
     response: z.object({ data: z.array(z.union([Accepted, z.object({ error: z.string(), code: z.string() })])) }),
     async handle({ app, principal, body }) {
@@ -64,7 +65,7 @@ export const emailRoutes = [
   defineRoute({
     method: 'POST',
     path: '/emails/spam-preview',
-    summary: 'Score a SendEmailInput against the content rules (see README); sends nothing',
+    summary: 'Score a SendEmailInput against the content rules (see docs/API.md); sends nothing',
     tag: 'Emails',
     access: 'sending_access',
     body: SendEmail,

@@ -1,5 +1,5 @@
-// Inbound emails (spec: Workflows, signup forms, validation, inbound; body shapes are ours, see README
-// "Inbound mail") and DMARC aggregate reports.
+// Inbound emails (spec: Workflows, signup forms, validation, inbound; body shapes are ours, see docs/API.md
+// "Inbound emails") and DMARC aggregate reports.
 import { z } from 'zod';
 import { SendEmail } from '../sending/emails.js';
 import { boolean } from '../common.js';

@@ -12,8 +12,11 @@ export const CreateDomain = z
     region: region.default('eu-west-1'),
     open_tracking: boolean().default(false),
     click_tracking: boolean().default(false),
-    tls_mode: tlsMode.default('opportunistic'),
+    tls_mode: tlsMode.optional().describe('opportunistic (default) or enforced'),
+    /** Resend's name for tls_mode (its SDKs send `tls`); tls_mode wins when both are given. */
+    tls: tlsMode.optional().describe("Resend's name for tls_mode, accepted for its SDKs; tls_mode wins"),
   })
+  .transform(({ tls, tls_mode, ...rest }) => ({ ...rest, tls_mode: tls_mode ?? tls ?? 'opportunistic' }))
   .meta({ id: 'CreateDomain' });
 
 export const UpdateDomain = z
@@ -21,8 +24,10 @@ export const UpdateDomain = z
     open_tracking: boolean().optional(),
     click_tracking: boolean().optional(),
     tls_mode: tlsMode.optional(),
+    tls: tlsMode.optional().describe("Resend's name for tls_mode, accepted for its SDKs; tls_mode wins"),
     inbound_mode: z.enum(INBOUND_MODES, { error: `must be one of ${INBOUND_MODES.join(', ')}` }).optional(),
   })
+  .transform(({ tls, tls_mode, ...rest }) => ({ ...rest, tls_mode: tls_mode ?? tls }))
   .refine((v) => v.open_tracking !== undefined || v.click_tracking !== undefined || v.tls_mode !== undefined || v.inbound_mode !== undefined, {
     message: 'Request body must contain at least one of: open_tracking, click_tracking, tls_mode, inbound_mode',
   })
