@@ -14,6 +14,7 @@ import * as emailMessageIds from './011-email-message-ids.js';
 import * as emailBodies from './012-email-bodies.js';
 import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
+import * as templates from './017-templates.js';
 
 export interface Migration {
   name: string;
@@ -36,6 +37,7 @@ export const migrations: Migration[] = [
   { name: '012-email-bodies', ...emailBodies },
   { name: '013-recipient-address-index', ...recipientAddressIndex },
   { name: '014-audience', ...audience },
+  { name: '017-templates', ...templates },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */

@@ -2,7 +2,7 @@
 import type { AppContext } from '../../context.js';
 import { composeMessage } from '../../mta/compose.js';
 import { signMessage } from '../../mta/dkim.js';
-import { deriveText, formatMailbox, findSenderDomain, prepareInput, type EmailContentView, type SendEmailInput, type Sender } from './emails.js';
+import { deriveText, formatMailbox, findSenderDomain, prepareInput, resolveTemplate, type EmailContentView, type SendEmailInput, type Sender } from './emails.js';
 import { scoreContent, type SpamVerdict } from './spam-score.js';
 
 export interface EmailPreview extends EmailContentView {
@@ -25,7 +25,8 @@ function headerFields(raw: Buffer): Array<{ name: string; value: string }> {
   });
 }
 
-export async function previewEmail(ctx: AppContext, sender: Sender, input: SendEmailInput): Promise<EmailPreview> {
+export async function previewEmail(ctx: AppContext, sender: Sender, asked: SendEmailInput): Promise<EmailPreview> {
+  const { input } = await resolveTemplate(ctx, sender.teamId, asked);
   const p = prepareInput(input);
   const at = ctx.clock.now();
   const warnings: string[] = [];
@@ -71,7 +72,8 @@ export async function previewEmail(ctx: AppContext, sender: Sender, input: SendE
   };
 }
 
-export async function spamPreview(ctx: AppContext, sender: Sender, input: SendEmailInput): Promise<SpamVerdict> {
+export async function spamPreview(ctx: AppContext, sender: Sender, asked: SendEmailInput): Promise<SpamVerdict> {
+  const { input } = await resolveTemplate(ctx, sender.teamId, asked);
   const p = prepareInput(input);
   const domain = await findSenderDomain(ctx, sender.teamId, p.fromDomain);
   return scoreContent({

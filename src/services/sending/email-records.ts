@@ -35,6 +35,9 @@ export interface EmailRow {
   scheduled_at: string | null;
   sent_at: string | null;
   delivered_at: string | null;
+  /** The template and version it was rendered from (migration 017); null for a send without one. */
+  template_id: string | null;
+  template_version: number | null;
   created_at: string;
   updated_at: string;
 }

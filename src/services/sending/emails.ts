@@ -30,6 +30,7 @@ import {
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
 import { suppressedAmong } from './suppressions.js';
 import { SendLedger } from './quotas.js';
+import { renderForSend } from '../templates/index.js';
 
 export const DELIVER_JOB = 'email.deliver';
 
@@ -135,6 +136,29 @@ function decodeAttachments(list: AttachmentInput[]): Array<Omit<AttachmentRow, '
 /** `Name <addr>` with the name as an RFC 5322 quoted string (what parseMailbox reads back), or the bare address. */
 export const formatMailbox = (m: Mailbox) => (m.name ? `"${m.name.replace(/[\\"]/g, '\\$&')}" <${m.address}>` : m.address);
 
+/** The template and version a send was rendered from. */
+export interface TemplateRef {
+  id: string;
+  version: number;
+}
+
+/**
+ * A send by `template_id`: the template's published version rendered with the send's `variables` (422 for an
+ * unknown or unpublished template, or a declared variable missing). What the request gives itself wins, part
+ * by part: its `subject`, its `html` (and then the text derived from that html, unless it gives `text` too),
+ * its `text`. Answers the input as it will be stored (without template_id) and the template it came from.
+ */
+export async function resolveTemplate(ctx: AppContext, teamId: string, input: SendEmailInput): Promise<{ input: SendEmailInput; template: TemplateRef | null }> {
+  if (input.template_id === undefined) return { input, template: null };
+  const r = await renderForSend(ctx, teamId, input.template_id, input.variables ?? {});
+  const { template_id: _id, variables: _variables, ...rest } = input;
+  const text = input.text ?? (input.html !== undefined ? undefined : (r.text ?? undefined));
+  return {
+    input: { ...rest, subject: input.subject ?? r.subject, html: input.html ?? r.html, ...(text !== undefined ? { text } : {}) },
+    template: { id: r.templateId, version: r.version },
+  };
+}
+
 /** The parts of an input that need no database: addresses, recipient total, attachments (400/422). */
 export function prepareInput(input: SendEmailInput) {
   const from = parseMailbox(input.from);
@@ -188,6 +212,8 @@ export interface CheckedSend {
   hash: string | null;
   /** Set for a raw send: the stored source replaces composition (input then only describes the email for reads). */
   raw?: RawSource;
+  /** Set for a send by template: the input holds its rendering. */
+  template?: TemplateRef | null;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
@@ -254,9 +280,11 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
   return Promise.all(
     inputs.map(async (input) => {
       try {
-        const checked = await checkSend(input, lookup);
+        // The request as asked (template_id and variables included) is what an idempotent replay compares.
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        return await writer({ sender, input, checked, hash });
+        const resolved = await resolveTemplate(ctx, sender.teamId, input);
+        const checked = await checkSend(resolved.input, lookup);
+        return await writer({ sender, input: resolved.input, checked, hash, template: resolved.template });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;
@@ -357,7 +385,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const bodies: EmailBodyRow[] = [];
 
   for (const [n, { item, publicId }] of accepted.entries()) {
-    const { sender, input, checked: c, hash } = item;
+    const { sender, input, checked: c, hash, template } = item;
     const id = ids.emails + n;
     const scheduled = c.scheduledAt && c.scheduledAt.getTime() > at.getTime() ? c.scheduledAt : null;
     const email: EmailRow = {
@@ -386,6 +414,8 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       scheduled_at: scheduled ? scheduled.toISOString() : null,
       sent_at: null,
       delivered_at: null,
+      template_id: template?.id ?? null,
+      template_version: template?.version ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -500,6 +530,8 @@ export interface EmailDetail extends EmailContentView {
   scheduled_at: string | null;
   sent_at: string | null;
   delivered_at: string | null;
+  /** The template and version the email was rendered from, if any. */
+  template: TemplateRef | null;
 }
 
 export async function getEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<EmailDetail> {
@@ -538,6 +570,7 @@ export async function getEmail(ctx: AppContext, reader: Reader, publicId: string
     scheduled_at: e.scheduled_at,
     sent_at: e.sent_at,
     delivered_at: e.delivered_at,
+    template: e.template_id === null ? null : { id: e.template_id, version: e.template_version! },
   };
 }
 

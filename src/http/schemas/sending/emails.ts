@@ -192,6 +192,7 @@ export const Email = z
     scheduled_at: z.iso.datetime().nullable(),
     sent_at: z.iso.datetime().nullable(),
     delivered_at: z.iso.datetime().nullable(),
+    template: z.object({ id: z.string(), version: z.number().int() }).nullable().describe('the template and version the email was rendered from'),
   })
   .meta({ id: 'Email' });
 

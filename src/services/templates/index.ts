@@ -1,0 +1,21 @@
+// The templates area: templates kept in versions, published or draft, with Liquid merge tags; rendered for
+// previews and for sends by template_id. Imports the platform area only; the sending area imports it.
+// What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
+export {
+  BUILDER_TYPES,
+  createTemplate,
+  deleteTemplate,
+  duplicateTemplate,
+  getTemplate,
+  getVersion,
+  listTemplates,
+  listVersions,
+  renderForSend,
+  renderTemplate,
+  restoreVersion,
+  setPublished,
+  updateTemplate,
+  type RenderedForSend,
+  type Template,
+  type TemplateVersion,
+} from './templates.js';
