@@ -4,7 +4,7 @@
 //   npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100]
 //                         [--delivery-concurrency <config>] [--connections-per-host <config>] [--render-threads <config>]
 //                         [--render-nice <config>]
-//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep]
+//                         [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--template] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep]
 //
 // Three phases, one after the other, each sending N emails (2 KB html, one recipient at a domain whose MX is
 // the sink): (a) POST /emails/batch in batches of 100, (b) single POST /emails from C parallel loops, each
@@ -62,6 +62,8 @@ interface Options {
   /** The sink MX: bench-sink.ts's lean one (default), or smtp-server (as the figures before session 14 were taken). */
   sink: 'lean' | 'smtp-server';
   split: boolean;
+  /** Every email sent by a published template of 10 variables (template_id + variables) instead of subject and html. */
+  template: boolean;
   profile: boolean;
   /** Directory for main-thread CPU profiles of each phase's intake and delivery (node:inspector). */
   cpuProfileDir: string | undefined;
@@ -87,6 +89,7 @@ function parseArgs(argv: string[]): Options {
     tls: true,
     sink: 'lean',
     split: false,
+    template: false,
     profile: false,
     cpuProfileDir: undefined,
     allocProfileDir: undefined,
@@ -153,6 +156,9 @@ function parseArgs(argv: string[]): Options {
       case '--split':
         o.split = true;
         break;
+      case '--template':
+        o.template = true;
+        break;
       case '--profile':
         o.profile = true;
         break;
@@ -173,7 +179,7 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep] [--timeout 600]');
+        console.log('npm run bench:send -- [--n 10000] [--warmup 20000] [--concurrency 32] [--batch-concurrency 1] [--batch-size 100] [--delivery-concurrency N] [--connections-per-host N] [--render-threads N] [--render-nice N] [--phases batch,single,paced] [--rate 500] [--no-tls] [--sink lean|smtp-server] [--split] [--template] [--profile] [--cpu-profile DIR] [--alloc-profile DIR] [--survivors-profile DIR] [--keep] [--timeout 600]');
         process.exit(0);
         break;
       default:
@@ -232,6 +238,17 @@ interface ClientJob {
   html: string;
   /** ISO time to schedule every email at (--split); absent: send now. */
   scheduledAt?: string | undefined;
+  /** Send by this template (--template) with TEMPLATE_VARIABLES values instead of subject and html. */
+  templateId?: string | undefined;
+}
+
+/** The variables of --template's template: v0 … v9. */
+const TEMPLATE_VARIABLES = Array.from({ length: 10 }, (_, i) => `v${i}`);
+
+/** --template's html: the 2 KB body with the ten variables' merge tags spread through it. */
+function templateHtml(html: string): string {
+  const cut = html.indexOf('</p>');
+  return html.slice(0, cut) + TEMPLATE_VARIABLES.map((v) => ` {{ ${v} }}`).join(',') + html.slice(cut);
 }
 interface ClientResult {
   /** performance.timeOrigin-based wall-clock ms (comparable across threads). */
@@ -397,8 +414,10 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
   // Each email as JSON text, the 2 KB html serialised once: the same bytes JSON.stringify would write.
   const html = JSON.stringify(job.html);
   const scheduled = job.scheduledAt ? `,"scheduled_at":${JSON.stringify(job.scheduledAt)}` : '';
-  const email = (i: number) =>
-    `{"from":"Bench <news@${SENDER_DOMAIN}>","to":["user${i}@${DEST_DOMAIN}"],"subject":"Benchmark message ${i}","html":${html},"tags":["bench"]${scheduled}}`;
+  const content = job.templateId
+    ? (i: number) => `"template_id":${JSON.stringify(job.templateId)},"variables":{${TEMPLATE_VARIABLES.map((v, k) => `"${v}":"value ${k} of ${i}"`).join(',')}}`
+    : (i: number) => `"subject":"Benchmark message ${i}","html":${html}`;
+  const email = (i: number) => `{"from":"Bench <news@${SENDER_DOMAIN}>","to":["user${i}@${DEST_DOMAIN}"],${content(i)},"tags":["bench"]${scheduled}}`;
   const unit = job.mode === 'batch' ? job.batchSize : 1;
   const pacedFrom = wallNow();
   const requests = Math.ceil(job.n / unit);
@@ -672,12 +691,18 @@ async function main(): Promise<void> {
     await dnsSet('A', DEST_MX, ['127.0.0.1']);
 
     console.log(
-      `bench-send: n=${opts.n} per phase, 2 KB html, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
+      `bench-send: n=${opts.n} per phase, 2 KB html${opts.template ? ' by a template of 10 variables' : ''}, 1 recipient; batch size ${opts.batchSize} × ${opts.batchConcurrency} in flight; ` +
         `singles × ${opts.concurrency}; paced ${opts.rate}/s; deliveryConcurrency ${config.deliveryConcurrency}, connectionsPerHost ${config.connectionsPerHost}, renderThreads ${config.renderThreads} (nice ${config.renderThreadNice}), ` +
         `sink ${opts.sink} with STARTTLS ${opts.tls ? 'on' : 'off'}${opts.split ? '; SPLIT: intake first (scheduled), then delivery of the backlog' : ''}; ${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; host speed ${signsPerS} RSA-2048 signs/s per core${opts.profile ? '; PROFILING (timings add overhead)' : ''}`,
     );
 
     const html = htmlBody();
+    let templateId: string | undefined;
+    if (opts.template) {
+      const created = await api<{ template: { id: string } }>('POST', '/templates', { name: 'bench', subject: 'Benchmark message {{ v0 }}', html: templateHtml(html), variables: TEMPLATE_VARIABLES });
+      templateId = created.body.template.id;
+      await api('POST', `/templates/${templateId}/publish`);
+    }
     const figures: PhaseFigures[] = [];
     let sent = 0;
     const deadline = Date.now() + opts.timeoutS * 1000;
@@ -737,6 +762,7 @@ async function main(): Promise<void> {
         first: sent,
         html,
         scheduledAt: opts.split ? new Date(Date.now() + 86_400_000).toISOString() : undefined,
+        templateId,
       };
       const client = startWorker({ role: 'client', job });
       const clientDone = new Promise<ClientResult>((resolve, reject) => {
