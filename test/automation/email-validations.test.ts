@@ -7,7 +7,8 @@ import { createOtherTeam, startTestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addSuppression } from '../../src/services/sending/suppressions.js';
 import { ROUTE_TTL_MS } from '../../src/services/automation/mail-routes.js';
-import type { EmailValidation } from '../../src/services/automation/validation.js';
+import { validateEmail, type EmailValidation } from '../../src/services/automation/validation.js';
+import { readsOf } from '../../src/db/index.js';
 
 interface ErrorBody {
   error: string;
@@ -143,6 +144,31 @@ t.test('email validation', async (t) => {
     await addSuppression(app.appliance.ctx.db, app.clock.now(), other.teamId, 'theirs@good.example', 'complaint');
     t.equal((await validate('theirs@good.example')).body.checks.suppressed, false, 'nor the other way round');
     t.equal((await validate('theirs@good.example', other.apiKey)).body.reason, 'suppressed');
+
+    // Concurrent requests of both teams share suppression reads (one statement): each still sees only its own list.
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => {
+        const mine = i % 2 === 0;
+        return validate(i % 4 < 2 ? 'gone@good.example' : 'theirs@good.example', mine ? undefined : other.apiKey).then((r) => ({ mine, email: r.body.email, suppressed: r.body.checks.suppressed }));
+      }),
+    );
+    const wrong = answers.filter((a) => a.suppressed !== (a.mine ? a.email === 'gone@good.example' : a.email === 'theirs@good.example'));
+    t.same(wrong, [], '40 concurrent requests of two teams: every answer from its own team\'s list');
+    const batches = await Promise.all([
+      app.request<{ data: EmailValidation[] }>('POST', '/email-validations/batch', { body: { emails: ['gone@good.example', 'theirs@good.example'] } }),
+      app.request<{ data: EmailValidation[] }>('POST', '/email-validations/batch', { body: { emails: ['gone@good.example', 'theirs@good.example'] }, key: other.apiKey }),
+    ]);
+    t.same(batches.map((b) => b.body.data.map((v) => v.checks.suppressed)), [[true, false], [false, true]], 'and concurrent batches');
+
+    // Validations asked in the same turn: one suppression statement for all of them, whatever their team.
+    const ctx = app.appliance.ctx;
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => void (q.sql.includes('FROM suppressions') && statements.push(q.sql));
+    readsOf(ctx.db).on('query', count);
+    const direct = await Promise.all(Array.from({ length: 10 }, (_, i) => validateEmail(ctx, i % 2 ? other.teamId : app.teamId, 'gone@good.example')));
+    readsOf(ctx.db).off('query', count);
+    t.same(direct.map((v) => v.checks.suppressed), Array.from({ length: 10 }, (_, i) => i % 2 === 0), 'each its own team\'s answer');
+    t.equal(statements.length, 1, 'one statement for ten validations of two teams');
   });
 
   t.test('batch: one answer per address, in order', async (t) => {

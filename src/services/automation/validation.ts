@@ -5,6 +5,7 @@
 // mailbox (no SMTP RCPT probing: it gets the box's address blocklisted), so `deliverable` means "a well-formed
 // address at a domain that takes mail, with nothing against it", not "the mailbox exists".
 import type { AppContext } from '../../context.js';
+import { Batcher } from '../../db/batcher.js';
 import { readsOf } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
 import { suppressedAmong } from '../sending/index.js';
@@ -66,18 +67,76 @@ function verdict(c: Checks): { result: ValidationResult; reason: ValidationReaso
   return { result: 'deliverable', reason: 'mail_server_found' };
 }
 
+/**
+ * Requests whose suppression reads share one statement at most: 16 batches of 1,000 addresses stay well under
+ * SQLite's 32,766 bound values.
+ */
+const READS_PER_STATEMENT = 16;
+/** Domains whose typo suggestion is remembered (they are asked about again and again); past it, all forgotten. */
+const MAX_SUGGESTIONS = 10_000;
+
+interface SuppressionRead {
+  teamId: string;
+  addresses: string[];
+}
+
+/** What validation keeps per context: the suppression reader and the suggestions already worked out. */
+interface ValidationState {
+  /**
+   * The suppression reads of requests that arrive while one is being read (or in the same turn) go as one
+   * statement: each statement is a trip through libuv's thread pool, and one per request was the largest cost
+   * of a single validation (bench:validation's profile). Answers each read with its team's suppressed keys among
+   * every address read with it.
+   */
+  suppressions: Batcher<SuppressionRead, Set<string>>;
+  suggestions: Map<string, string | null>;
+}
+
+const states = new WeakMap<AppContext, ValidationState>();
+
+function stateOf(ctx: AppContext): ValidationState {
+  let state = states.get(ctx);
+  if (!state) {
+    const suppressions = new Batcher<SuppressionRead, Set<string>>(async (reads) => {
+      const byTeam = new Map<string, string[]>();
+      for (const r of reads) {
+        const addresses = byTeam.get(r.teamId);
+        if (addresses) addresses.push(...r.addresses);
+        else byTeam.set(r.teamId, [...r.addresses]);
+      }
+      // The teams' reads, asked in one turn, are one statement too (db/json-reads.ts).
+      const sets = await Promise.all([...byTeam].map(async ([teamId, addresses]) => [teamId, await suppressedAmong(readsOf(ctx.db), teamId, addresses)] as const));
+      const found = new Map(sets);
+      return reads.map((r) => found.get(r.teamId)!);
+    }, READS_PER_STATEMENT);
+    states.set(ctx, (state = { suppressions, suggestions: new Map() }));
+  }
+  return state;
+}
+
+function suggestionFor(state: ValidationState, domain: string): string | null {
+  let suggestion = state.suggestions.get(domain);
+  if (suggestion === undefined) {
+    suggestion = suggestDomain(domain);
+    if (state.suggestions.size >= MAX_SUGGESTIONS) state.suggestions.clear();
+    state.suggestions.set(domain, suggestion);
+  }
+  return suggestion;
+}
+
 /** Each address of `emails` validated for the team, in order. One DNS look-up per domain, one suppression read in all. */
 export async function validateEmails(ctx: AppContext, teamId: string, emails: readonly string[]): Promise<EmailValidation[]> {
+  const state = stateOf(ctx);
   const syntax = emails.map((e) => checkSyntax(e.trim()));
   const valid = syntax.filter((s) => s.valid);
   const [routes, suppressed] = await Promise.all([
     mailRoutes(ctx, valid.map((s) => s.domain!)),
-    valid.length > 0 ? suppressedAmong(readsOf(ctx.db), teamId, valid.map((s) => s.address!)) : new Set<string>(),
+    valid.length > 0 ? state.suppressions.submit({ teamId, addresses: valid.map((s) => s.address!) }) : new Set<string>(),
   ]);
   return emails.map((email, i) => {
     const s = syntax[i]!;
     const mx = s.valid ? routes.get(s.domain!)! : NOT_CHECKED;
-    const suggestion = s.valid ? suggestDomain(s.domain!) : null;
+    const suggestion = s.valid ? suggestionFor(state, s.domain!) : null;
     const checks: Checks = {
       syntax: { valid: s.valid, message: s.message, smtputf8: s.smtputf8, idn: s.idn },
       mx,
