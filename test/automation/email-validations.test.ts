@@ -6,7 +6,7 @@ import t from 'tap';
 import { createOtherTeam, startTestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addSuppression } from '../../src/services/sending/suppressions.js';
-import { ROUTE_TTL_MS } from '../../src/services/automation/mail-routes.js';
+import { DEADLINE_TIMEOUTS, mailRoutes, ROUTE_TTL_MS } from '../../src/services/automation/mail-routes.js';
 import { validateEmail, type EmailValidation } from '../../src/services/automation/validation.js';
 import { readsOf } from '../../src/db/index.js';
 
@@ -84,6 +84,18 @@ t.test('email validation', async (t) => {
     const res = await validate('a@silent.example');
     t.same([res.status, res.body.result, res.body.reason, res.body.checks.mx.status], [200, 'unknown', 'dns_unavailable', 'lookup_failed']);
     t.match(res.body.checks.mx.message, /TIMEOUT/);
+  });
+
+  t.test('a request waits for the DNS no longer than its deadline', async (t) => {
+    const dead = Array.from({ length: 40 }, (_, i) => `dead${i}.example`);
+    for (const d of dead) dns.drop(d);
+    const started = Date.now();
+    const routes = await mailRoutes(app.appliance.ctx, ['good.example', ...dead], 300);
+    t.ok(Date.now() - started < 1800, 'answered at the deadline, not after two rounds of the resolver giving up (2 s each)');
+    t.same(dead.filter((d) => routes.get(d)?.status !== 'lookup_failed'), [], 'every unanswered domain: lookup_failed');
+    t.match(routes.get('dead39.example')?.message, /no answer from the DNS within 300 ms/);
+    t.equal(routes.get('good.example')?.status, 'found', 'a kept answer is given as it is');
+    t.equal(DEADLINE_TIMEOUTS * app.appliance.ctx.config.dnsTimeoutMs, 3000, 'by default: three look-up timeouts');
   });
 
   t.test('syntax: not an address is an undeliverable answer, not an error', async (t) => {

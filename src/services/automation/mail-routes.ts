@@ -29,7 +29,7 @@ export const ROUTE_TTL_MS = 60_000;
 /** Domains remembered at most (past it, expired ones are swept, or all forgotten). */
 export const MAX_ROUTES = 10_000;
 /** Look-ups in flight at once for one batch: 1,000 distinct domains do not become 1,000 queries at once. */
-export const LOOKUP_CONCURRENCY = 16;
+export const LOOKUP_CONCURRENCY = 32;
 
 export const NOT_CHECKED: MailRoute = { status: 'not_checked', records: [], message: null };
 
@@ -92,10 +92,18 @@ class MailRouteCache {
 const caches = new WeakMap<AppContext, MailRouteCache>();
 
 /**
- * Where mail for each of `domains` (ASCII, lower case) goes, by domain. Remembered answers are used as they
- * are; the rest are looked up, at most `LOOKUP_CONCURRENCY` at a time.
+ * How long one request waits for its look-ups, in look-up timeouts (`MAIL_DNS_TIMEOUT_MS`): the resolver gives
+ * one domain up after two tries, so a lone dead domain is answered by the resolver's own timeout; a batch of a
+ * thousand dead ones waits no longer (the look-ups still in flight then go on, and their answers are kept).
  */
-export async function mailRoutes(ctx: AppContext, domains: Iterable<string>): Promise<Map<string, MailRoute>> {
+export const DEADLINE_TIMEOUTS = 3;
+
+/**
+ * Where mail for each of `domains` (ASCII, lower case) goes, by domain. Remembered answers are used as they
+ * are; the rest are looked up, at most `LOOKUP_CONCURRENCY` at a time, until `deadlineMs` (real time: the
+ * network's, not the context's clock): what is not answered by then is `lookup_failed`.
+ */
+export async function mailRoutes(ctx: AppContext, domains: Iterable<string>, deadlineMs = DEADLINE_TIMEOUTS * ctx.config.dnsTimeoutMs): Promise<Map<string, MailRoute>> {
   let cache = caches.get(ctx);
   if (!cache) caches.set(ctx, (cache = new MailRouteCache(ctx.dns, ctx.clock)));
   const out = new Map<string, MailRoute>();
@@ -106,14 +114,24 @@ export async function mailRoutes(ctx: AppContext, domains: Iterable<string>): Pr
     if (hit) out.set(domain, hit);
     else wanted.add(domain);
   }
+  if (wanted.size === 0) return out;
   const missing = [...wanted];
   let next = 0;
+  let late = false;
   const worker = async () => {
-    while (next < missing.length) {
+    while (next < missing.length && !late) {
       const domain = missing[next++]!;
-      out.set(domain, await cache.route(domain));
+      const route = await cache.route(domain);
+      if (!late) out.set(domain, route);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(LOOKUP_CONCURRENCY, missing.length) }, worker));
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+  await Promise.race([Promise.all(Array.from({ length: Math.min(LOOKUP_CONCURRENCY, missing.length) }, worker)), deadline]);
+  clearTimeout(timer);
+  late = true;
+  for (const domain of missing) {
+    if (!out.has(domain)) out.set(domain, { status: 'lookup_failed', records: [], message: `${domain}: no answer from the DNS within ${deadlineMs} ms` });
+  }
   return out;
 }
