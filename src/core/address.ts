@@ -9,6 +9,7 @@ export interface Mailbox {
 
 // RFC 5321 §4.1.2 dot-atom local part, or a quoted string without control characters.
 const LOCAL_RE = /^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*")$/;
+const UTF8_LOCAL_RE = /^[^\s\p{Cc}@<>()[\]\\,;:".]+(?:\.[^\s\p{Cc}@<>()[\]\\,;:".]+)*$/u;
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** A bare address with its domain normalised, or null when it is not a deliverable address. */
@@ -16,8 +17,9 @@ export function normaliseAddress(input: string): string | null {
   const at = input.lastIndexOf('@');
   if (at <= 0 || at === input.length - 1) return null;
   const local = input.slice(0, at);
-  // The second form: an internationalised local part (RFC 6531), UTF-8 without specials or controls.
-  if (local.length > 64 || !(LOCAL_RE.test(local) || /^[^\s\p{Cc}@<>()[\]\\,;:"]+$/u.test(local))) return null;
+  // The second form: an internationalised local part (RFC 6531 §3.3 adds UTF-8 to atext; the dot-atom's dots stay
+  // where they were: not first, not last, not two together), without specials or controls.
+  if (local.length > 64 || !(LOCAL_RE.test(local) || UTF8_LOCAL_RE.test(local))) return null;
   const domain = domainToASCII(input.slice(at + 1).toLowerCase());
   if (!domain || domain.length > 253) return null;
   const labels = domain.split('.');

@@ -1,7 +1,7 @@
 // One mailbox per string, as the send path takes them (`to`, `from`, `reply_to`), and the stored form it
 // reads back at delivery.
 import t from 'tap';
-import { parseMailbox } from '../../src/core/address.js';
+import { normaliseAddress, parseMailbox } from '../../src/core/address.js';
 import { displayNameFolds, MAX_LINE } from '../../src/core/header-lines.js';
 import { composeMessage, type ComposeInput } from '../../src/mta/compose.js';
 import { isBase64 } from '../../src/http/schemas/sending/emails.js';
@@ -27,6 +27,13 @@ t.test('parseMailbox: one mailbox, its name a phrase', async (t) => {
   ]) {
     t.equal(parseMailbox(s), null, s);
   }
+});
+
+t.test('normaliseAddress: a UTF-8 local part (RFC 6531) keeps the dot-atom rule', async (t) => {
+  t.equal(normaliseAddress('josé.núñez@X.Example'), 'josé.núñez@x.example');
+  t.equal(normaliseAddress('用户@例子.广告'), '用户@xn--fsqu00a.xn--4rr70v');
+  // The UTF-8 form used to take any run without specials: dots first, last or two together included.
+  for (const s of ['ann..lee@x.example', '.ann@x.example', 'ann.@x.example', 'jo..sé@x.example', '.josé@x.example']) t.equal(normaliseAddress(s), null, s);
 });
 
 t.test('formatMailbox: the stored form reads back as it was given', async (t) => {

@@ -5,6 +5,7 @@ import { apiKeyRoutes } from './platform/api-keys.js';
 import { autoconfigRoutes } from './mailboxes/autoconfig.js';
 import { domainRoutes } from './platform/domains.js';
 import { emailRoutes } from './sending/emails.js';
+import { emailValidationRoutes } from './automation/email-validations.js';
 import { eventRoutes } from './platform/events.js';
 import { healthRoutes } from './platform/health.js';
 import { inboundRoutes } from './inbound/inbound.js';
@@ -25,6 +26,8 @@ documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
 documented.push(...templateRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
+// Email validation (issue 31, part 1).
+documented.push(...emailValidationRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -16,5 +16,5 @@ export {
   getHold, getUsage, isSendQuotaRefusal, markEstablished, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause
 } from './quotas.js';
 export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
-export { addSuppression } from './suppressions.js';
+export { addSuppression, suppressedAmong } from './suppressions.js';
 export { sendSystemEmail } from './system-mail.js';
