@@ -13,6 +13,7 @@ import * as jobLanes from './010-job-lanes.js';
 import * as emailMessageIds from './011-email-message-ids.js';
 import * as emailBodies from './012-email-bodies.js';
 import * as recipientAddressIndex from './013-recipient-address-index.js';
+import * as dkimRotation from './015-dkim-rotation.js';
 
 export interface Migration {
   name: string;
@@ -34,6 +35,7 @@ export const migrations: Migration[] = [
   { name: '011-email-message-ids', ...emailMessageIds },
   { name: '012-email-bodies', ...emailBodies },
   { name: '013-recipient-address-index', ...recipientAddressIndex },
+  { name: '015-dkim-rotation', ...dkimRotation },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */
