@@ -15,6 +15,7 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/notifications/index.js';
+import { DKIM_RETIRE_JOB, retireDkimKeys } from './services/platform/index.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver, createLocalDelivery, checkMessage, InboundAuthPool, createMailboxDelivery } from './services/inbound/index.js';
 import { cachedLookups } from './dns/cached-lookups.js';
@@ -93,6 +94,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     stopWebhooks = () => waker.stop();
     closeWebhooks = () => webhookSender.close();
     ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
+    ctx.jobs.register(DKIM_RETIRE_JOB, (job) => retireDkimKeys(ctx, job));
     await scheduleRetention(ctx);
     await ctx.jobs.start();
     waker.start(5000);

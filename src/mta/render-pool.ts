@@ -39,17 +39,31 @@ export interface RawMessage {
   raw: Uint8Array;
 }
 
-/** Compose (unless the message is finished already), then sign unless `key` is null. What a render thread runs, and the inline path. */
-export async function renderMessage(message: ComposeInput | RawMessage, key: DkimKey | null, at: Date): Promise<Buffer> {
+/** Compose (unless the message is finished already), then sign with each of `keys` (none: unsigned). What a render thread runs, and the inline path. */
+export async function renderMessage(message: ComposeInput | RawMessage, keys: readonly DkimKey[], at: Date): Promise<Buffer> {
   const raw = 'raw' in message ? Buffer.from(message.raw.buffer, message.raw.byteOffset, message.raw.byteLength) : await composeMessage(message);
-  return key ? signMessage(raw, key, at) : raw;
+  return keys.length > 0 ? signMessage(raw, keys, at) : raw;
 }
+
+/** A signing key as a render request carries it (structured-cloneable). */
+export interface SigningKey {
+  domain: string;
+  selector: string;
+  /** PKCS#8 PEM, RSA or Ed25519. */
+  pem: string;
+}
+
+/** The keys of a request as dkim.ts takes them. */
+export const dkimKeysOf = (keys: readonly SigningKey[]): DkimKey[] => keys.map((k) => ({ domain: k.domain, selector: k.selector, privateKey: k.pem }));
 
 export interface RenderRequest {
   id: number;
   message: ComposeInput | RawMessage;
-  /** The DKIM key; null renders an unsigned message (the box's own system mail). */
-  key: { domain: string; selector: string; /** PKCS#8 PEM */ pem: string } | null;
+  /**
+   * The DKIM keys, each signing the message once (a domain on Ed25519 signs with RSA beside it); none renders
+   * an unsigned message (the box's own system mail).
+   */
+  keys: SigningKey[];
   /** Signature time, epoch ms. */
   at: number;
   /** Deliver the message to these destinations in the thread and answer the results rather than the message. */
@@ -119,17 +133,17 @@ export class RenderPool {
    * order. Rejects with RenderThreadError when the thread died (the attempt should be retried), with another
    * error when the message could not be built or signed (nothing was sent).
    */
-  async renderAndDeliver(message: ComposeInput | RawMessage, key: RenderRequest['key'], at: Date, deliveries: ThreadDelivery[], now: Date): Promise<DeliveryResult[]> {
+  async renderAndDeliver(message: ComposeInput | RawMessage, keys: SigningKey[], at: Date, deliveries: ThreadDelivery[], now: Date): Promise<DeliveryResult[]> {
     if (!this.mtaConfig) throw new Error('this render pool does not deliver');
-    const reply = await this.request({ id: 0, message, key, at: at.getTime(), deliveries, now: now.getTime() });
+    const reply = await this.request({ id: 0, message, keys, at: at.getTime(), deliveries, now: now.getTime() });
     return reply.results!;
   }
 
   /** The message composed and signed; rejects when it cannot be built or signed. */
-  render(message: ComposeInput | RawMessage, key: RenderRequest['key'], at: Date): Promise<Buffer> {
+  render(message: ComposeInput | RawMessage, keys: SigningKey[], at: Date): Promise<Buffer> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
-    if (this.threads.length === 0) return renderMessage(message, key && { domain: key.domain, selector: key.selector, privateKey: key.pem }, at);
-    return this.request({ id: 0, message, key, at: at.getTime() }).then((reply) => Buffer.from(reply.raw!.buffer, reply.raw!.byteOffset, reply.raw!.byteLength));
+    if (this.threads.length === 0) return renderMessage(message, dkimKeysOf(keys), at);
+    return this.request({ id: 0, message, keys, at: at.getTime() }).then((reply) => Buffer.from(reply.raw!.buffer, reply.raw!.byteOffset, reply.raw!.byteLength));
   }
 
   /** compose.ts's htmlToText in a thread (inline without threads): the send path's derived text part. */

@@ -9,7 +9,7 @@ import { nameThisThread, niceThisThread } from '../core/worker-thread.js';
 import { htmlToText } from './compose.js';
 import { createResolver } from '../dns/resolver.js';
 import { createMta } from './deliver.js';
-import { renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
+import { dkimKeysOf, renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
 import type { DeliveryResult } from './types.js';
 
 const data = workerData as RenderWorkerData | undefined;
@@ -47,8 +47,7 @@ parentPort!.on('message', (req: RenderRequest | TextRequest | { close: true }) =
   void (async (): Promise<RenderReply> => {
     let signed: Buffer;
     try {
-      const key = req.key && { domain: req.key.domain, selector: req.key.selector, privateKey: req.key.pem };
-      signed = await renderMessage(req.message, key, new Date(req.at));
+      signed = await renderMessage(req.message, dkimKeysOf(req.keys), new Date(req.at));
     } catch (err) {
       return { id: req.id, error: err instanceof Error ? err.message : String(err) };
     }

@@ -1,6 +1,6 @@
 // The DKIM signer against mailauth's verifier: folded and repeated headers, whitespace the relaxed
 // canonicalisation must ignore, empty and unterminated bodies, 8-bit header bytes, and tampering.
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, verify as cryptoVerify } from 'node:crypto';
 import t from 'tap';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { composeMessage, htmlToText } from '../../src/mta/compose.js';
@@ -59,9 +59,65 @@ t.test('tampering breaks the signature', async (t) => {
   t.equal((await verify(Buffer.from(signed.replace('Subject: Hello', 'Subject:    Hello  '), 'latin1'))).status.result, 'pass', 'header whitespace');
 });
 
-t.test('a non-RSA key is refused', async (t) => {
-  const ed = generateKeyPairSync('ed25519').privateKey;
-  await t.rejects(signMessage(Buffer.from(messages.plain!), { ...key, privateKey: ed }, at), /expected an RSA key/);
+t.test('a key neither RSA nor Ed25519 is refused', async (t) => {
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+  await t.rejects(signMessage(Buffer.from(messages.plain!), { ...key, privateKey: ec }, at), /expected an RSA or Ed25519 key, got ec/);
+  await t.rejects(signMessage(Buffer.from(messages.plain!), [key, { ...key, privateKey: ec }], at), /got ec/, 'nor signs with the others of the list');
+});
+
+// RFC 8463: ed25519-sha256. The signature is Ed25519 over the SHA-256 of the header hash input, and p= is the
+// raw 32-byte public key (not a SubjectPublicKeyInfo).
+const ed = generateKeyPairSync('ed25519');
+const edRaw = ed.publicKey.export({ type: 'spki', format: 'der' }).subarray(-32);
+const edKey = { domain: 'example.test', selector: 'ed', privateKey: ed.privateKey };
+const dualResolver = async (name: string, rr: string) => {
+  if (rr === 'TXT' && name === 'ed._domainkey.example.test') return [[`v=DKIM1; k=ed25519; p=${edRaw.toString('base64')}`]];
+  return resolver(name, rr);
+};
+
+t.test('Ed25519 (RFC 8463): mailauth verifies it, with a=ed25519-sha256', async (t) => {
+  t.equal(edRaw.length, 32);
+  for (const [name, text] of Object.entries(messages)) {
+    const signed = await signMessage(Buffer.from(text, 'utf8'), edKey, at);
+    const header = signed.toString('latin1').split('\r\n\r\n')[0]!.replace(/\r\n[ \t]+/g, ' ');
+    t.match(header, /^DKIM-Signature: v=1; a=ed25519-sha256; c=relaxed\/relaxed; d=example\.test; s=ed;/, name);
+    const result = (await dkimVerify(signed, { resolver: dualResolver, curTime: at })).results[0]!;
+    t.equal(result.status.result, 'pass', `${name}: ${JSON.stringify(result.status)}`);
+  }
+});
+
+t.test('Ed25519: the signature is over the SHA-256 of the header hash input, as RFC 8463 §3 has it', async (t) => {
+  const signed = (await signMessage(Buffer.from(messages.plain!), edKey, at)).toString('latin1');
+  const field = signed.slice(0, signed.indexOf('\r\nFrom:') + 2);
+  const b = /b=([A-Za-z0-9+/=\s]+)$/.exec(field.trim())![1]!.replace(/\s+/g, '');
+  // The header hash input rebuilt by hand: the signed fields (h=) relaxed, then the field with b= empty.
+  const h = /[;\s]h=([^;]+);/.exec(field.replace(/\r\n[ \t]+/g, ''))![1]!.replace(/\s+/g, '').split(':');
+  const headers = messages.plain!.split('\r\n\r\n')[0]!.split('\r\n');
+  const used = new Map<string, number>();
+  let input = '';
+  for (const name of h) {
+    const all = headers.filter((l) => l.toLowerCase().startsWith(`${name}:`));
+    const n = used.get(name) ?? 0;
+    used.set(name, n + 1);
+    const line = all[all.length - 1 - n];
+    if (line !== undefined) input += relaxedHeader(line);
+  }
+  input += relaxedHeader(field.replace(/\r\n$/, '').replace(/b=[A-Za-z0-9+/=\s]+$/, 'b=')).slice(0, -2);
+  const digest = createHash('sha256').update(input, 'latin1').digest();
+  t.ok(cryptoVerify(null, digest, ed.publicKey, Buffer.from(b, 'base64')), 'Ed25519 over sha256(input)');
+  t.notOk(cryptoVerify(null, Buffer.from(input, 'latin1'), ed.publicKey, Buffer.from(b, 'base64')), 'not over the input itself');
+});
+
+t.test('dual signing: an Ed25519 and an RSA signature, each verified by mailauth; RSA alone still passes', async (t) => {
+  const signed = await signMessage(Buffer.from(messages.folded!), [key, edKey], at);
+  const text = signed.toString('latin1');
+  t.equal(text.match(/^DKIM-Signature:/gm)?.length, 2);
+  t.match(text, /^DKIM-Signature: v=1; a=rsa-sha256;[\s\S]*\r\nDKIM-Signature: v=1; a=ed25519-sha256;/, 'in the order given: RSA on top');
+  const results = (await dkimVerify(signed, { resolver: dualResolver, curTime: at })).results;
+  t.same(results.map((r) => [r.status.result, r.selector]).sort(), [['pass', 'ed'], ['pass', 'sel']]);
+  // A receiver without the Ed25519 key (or one that skips the algorithm) finds the RSA one passing.
+  const rsaOnly = (await dkimVerify(signed, { resolver, curTime: at })).results;
+  t.same(rsaOnly.map((r) => [r.status.result, r.selector]).sort(), [['neutral', 'ed'], ['pass', 'sel']]);
 });
 
 t.test('canonicalisation corners (RFC 6376 §3.4.5 example)', async (t) => {
@@ -98,7 +154,7 @@ t.test('signed in a render thread (where the RSA operation runs inline): mailaut
   const pool = new RenderPool(1, createLogger('silent'));
   t.teardown(() => pool.close());
   const message = { from: { address: 'a@example.test' }, to: [{ address: 'b@remote.test' }], cc: [], replyTo: [], subject: 'From a thread', html: '<p>Hello from a thread</p>', headers: {}, attachments: [], messageId: '<thread@example.test>', date: at };
-  const signed = await pool.render(message, { domain: 'example.test', selector: 'sel', pem }, at);
+  const signed = await pool.render(message, [{ domain: 'example.test', selector: 'sel', pem }], at);
   t.equal((await verify(signed)).status.result, 'pass');
   t.match(signed.toString('latin1'), /^DKIM-Signature: v=1; a=rsa-sha256;/);
 });

@@ -96,6 +96,7 @@ t.test('parseTagList', async (t) => {
 t.test('dkimRecordValue', async (t) => {
   t.equal(dkimRecordValue('MIIBkey'), 'v=DKIM1; k=rsa; p=MIIBkey');
   t.equal(parseTagList(dkimRecordValue('MIIB+/key=='))?.get('p'), 'MIIB+/key==', 'parses back to the same key');
+  t.equal(dkimRecordValue('11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=', 'ed25519'), 'v=DKIM1; k=ed25519; p=11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=', 'RFC 8463 §A.2');
 });
 
 t.test('expectedRecords', async (t) => {
@@ -121,6 +122,7 @@ t.test('expectedRecords', async (t) => {
         required: true,
         status: 'pending',
         zone_file_line: 's1._domainkey.example.com. IN TXT "v=DKIM1; k=rsa; p=PUBKEY"',
+        dkim: { selector: 's1', algorithm: 'rsa', state: 'active', retire_after: null },
       },
       {
         record: 'DMARC',
@@ -404,6 +406,20 @@ t.test('checkRecord', async (t) => {
     { name: 'DKIM with another key', record: DKIM, zone: { txt: { [DKIM.name]: ['v=DKIM1; k=rsa; p=MIIBotherkey'] } }, status: 'failed', reason: /does not carry this domain's public key/ },
     { name: 'DKIM with a revoked (empty) key', record: DKIM, zone: { txt: { [DKIM.name]: ['v=DKIM1; p='] } }, status: 'failed', reason: /does not carry/ },
     { name: 'DKIM with a wrong version', record: DKIM, zone: { txt: { [DKIM.name]: ['v=DKIM2; p=MIIBgoodkey+/=='] } }, status: 'failed', reason: /does not carry/ },
+    {
+      name: 'DKIM with another key: the message says what was found, its key shortened',
+      record: DKIM,
+      zone: { txt: { [DKIM.name]: [`v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOC${'Q'.repeat(300)}IDAQAB`] } },
+      status: 'failed',
+      reason: /^The DKIM record at s1\._domainkey\.example\.com does not carry this domain's public key \(found: "v=DKIM1; k=rsa; p=MIIBIjANBg…QQQQIDAQAB"\)$/,
+    },
+    {
+      name: 'DKIM with this key under another k=',
+      record: DKIM,
+      zone: { txt: { [DKIM.name]: ['v=DKIM1; k=ed25519; p=MIIBgoodkey+/=='] } },
+      status: 'failed',
+      reason: /has this domain's public key with k=ed25519 .*it must say k=rsa$/,
+    },
     { name: 'no DKIM record', record: DKIM, zone: {}, status: 'failed', reason: /^No DKIM record found at s1\._domainkey\.example\.com$/ },
     { name: 'SERVFAIL on the DKIM look-up', record: DKIM, zone: { servfail: [DKIM.name] }, status: 'failed', reason: /ESERVFAIL/, transient: true },
     {

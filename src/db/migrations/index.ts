@@ -14,6 +14,7 @@ import * as emailMessageIds from './011-email-message-ids.js';
 import * as emailBodies from './012-email-bodies.js';
 import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
+import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
 
 export interface Migration {
@@ -37,6 +38,7 @@ export const migrations: Migration[] = [
   { name: '012-email-bodies', ...emailBodies },
   { name: '013-recipient-address-index', ...recipientAddressIndex },
   { name: '014-audience', ...audience },
+  { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
 ];
 

@@ -1,12 +1,15 @@
 // The DNS records a customer publishes for a sending domain, and the checks that prove they are there.
 //   SPF   TXT  <domain>                   v=spf1 a:<box> ~all        required: authorises this box to send
-//   DKIM  TXT  <selector>._domainkey.<d>  v=DKIM1; k=rsa; p=<key>    required: one per published key
+//   DKIM  TXT  <selector>._domainkey.<d>  v=DKIM1; k=rsa; p=<key>    required: one per signing key (k=ed25519 for an
+//                                                                   Ed25519 key); a rotation's new and old keys are
+//                                                                   listed too, not required (dkim-rotation.ts)
 //   DMARC TXT  _dmarc.<domain>            v=DMARC1; p=none; rua=…    recommended
 //   MX    MX   <domain>                   <box> (priority 10)        recommended: inbound mail and late bounces
 //   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp)  0 1 <port> <box>   informational (RFC 6186)
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
 import { spf } from 'mailauth/lib/spf/index.js';
 import { DnsLookupError, isNoData, type DnsResolver } from '../../dns/resolver.js';
+import type { DkimAlgorithm, DkimKeyState } from './dkim-keys.js';
 
 export type RecordStatus = 'pending' | 'verified' | 'failed';
 export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV';
@@ -31,11 +34,31 @@ export interface DnsRecord {
    * (RFC 1035 §3.3.14), which a DKIM key's value needs.
    */
   zone_file_line: string;
+  /** DKIM records only: which key the record publishes, and where it is in its life (dkim-rotation.ts). */
+  dkim?: DkimRecordKey;
+}
+
+/**
+ * A DKIM record's key. `state`: active (signs; the record is required), pending (a rotation's new key: publish
+ * it, then activate), retiring (replaced by a rotation: keep it published until `retire_after`), retired (no
+ * longer signs: remove the record).
+ */
+export interface DkimRecordKey {
+  selector: string;
+  algorithm: DkimAlgorithm;
+  state: DkimKeyState;
+  /** retiring: when the key is retired and its record may go; null otherwise. */
+  retire_after: string | null;
 }
 
 export interface PublishedDkimKey {
   selector: string;
   publicKey: string;
+  /** rsa unless stated. */
+  algorithm?: DkimAlgorithm;
+  /** active unless stated. */
+  state?: DkimKeyState;
+  retireAfter?: string | null;
 }
 
 export interface CheckResult {
@@ -52,8 +75,8 @@ export function recordKey(r: Pick<DnsRecord, 'record' | 'name'>): string {
   return r.record === 'DKIM' || r.record === 'SRV' ? `${r.record}:${r.name}` : r.record;
 }
 
-export function dkimRecordValue(publicKey: string): string {
-  return `v=DKIM1; k=rsa; p=${publicKey}`;
+export function dkimRecordValue(publicKey: string, algorithm: DkimAlgorithm = 'rsa'): string {
+  return `v=DKIM1; k=${algorithm}; p=${publicKey}`;
 }
 
 /** A TXT value as zone-file character-strings: quoted, at most 255 characters each (RFC 1035 §3.3.14). */
@@ -115,14 +138,19 @@ export function expectedRecords(domain: string, hostname: string, dkim: Publishe
     { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
   ];
   for (const key of dkim) {
+    const algorithm = key.algorithm ?? 'rsa';
+    const state = key.state ?? 'active';
     records.push({
       record: 'DKIM',
       type: 'TXT',
       name: `${key.selector}._domainkey.${domain}`,
-      value: dkimRecordValue(key.publicKey),
+      value: dkimRecordValue(key.publicKey, algorithm),
       ttl: 'Auto',
-      required: true,
+      // Only the signing keys' records make the domain verified: a rotation's new record is checked by its
+      // activation, and an old one is on its way out.
+      required: state === 'active',
       status: 'pending',
+      dkim: { selector: key.selector, algorithm, state, retire_after: key.retireAfter ?? null },
     });
   }
   records.push(
@@ -253,10 +281,12 @@ async function checkDkim(dns: DnsResolver, name: string, domain: string, expecte
   const records = await dns.txt(name);
   const looksLikeKey = (t: string) => /(^|;)\s*p\s*=/i.test(unwrapped(t));
   if (records.length === 0) return failed(`No DKIM record found at ${name}${await whereInstead(dns, name, domain, (t) => t.some(looksLikeKey))}`);
-  const want = parseTagList(expected)?.get('p');
+  const wanted = parseTagList(expected);
+  const want = wanted?.get('p');
+  const keyType = (tags: Map<string, string>) => (tags.get('k') ?? 'rsa').toLowerCase();
   const ours = records.filter((r) => {
     const tags = parseTagList(r);
-    return tags !== null && (tags.get('v') ?? 'DKIM1') === 'DKIM1' && tags.get('p') === want;
+    return tags !== null && (tags.get('v') ?? 'DKIM1') === 'DKIM1' && tags.get('p') === want && keyType(tags) === keyType(wanted!);
   });
   // A verifier reads one of the TXT records at a selector, whichever it picks (RFC 6376 §3.6.2.2; mailauth
   // takes the first): any other record there fails DKIM for the mail of a receiver that picks it.
@@ -270,7 +300,27 @@ async function checkDkim(dns: DnsResolver, name: string, domain: string, expecte
   if (records[0]!.includes('"')) {
     return failed(`The DKIM record at ${name} has quotation marks inside its value: enter the value without the quotes around it (split over several strings, each one quoted, where your DNS host needs it)`);
   }
-  return failed(`The DKIM record at ${name} does not carry this domain's public key`);
+  const tags = parseTagList(records[0]!);
+  if (tags && tags.get('p') === want && keyType(tags) !== keyType(wanted!)) {
+    return failed(`The DKIM record at ${name} has this domain's public key with k=${keyType(tags)} (found: "${abbreviated(records[0]!)}"); it must say k=${keyType(wanted!)}`);
+  }
+  return failed(`The DKIM record at ${name} does not carry this domain's public key (found: "${abbreviated(records[0]!)}")`);
+}
+
+/** A TXT value for a message: a long p= (a key) shortened to its first and last characters. */
+function abbreviated(txt: string): string {
+  const short = txt.replace(/(p\s*=\s*)([A-Za-z0-9+/=]{24,})/, (_, tag: string, key: string) => `${tag}${key.slice(0, 10)}…${key.slice(-10)}`);
+  return short.length > 300 ? `${short.slice(0, 300)}…` : short;
+}
+
+/**
+ * Whether the record a retired key had is gone from the DNS (no TXT record at `record.name` carries its p=).
+ * Throws DnsLookupError when the look-up was not answered.
+ */
+export async function recordRemoved(dns: DnsResolver, record: Pick<DnsRecord, 'name' | 'value'>): Promise<boolean> {
+  const want = parseTagList(record.value)?.get('p');
+  const records = await dns.txt(record.name);
+  return !records.some((r) => parseTagList(r)?.get('p') === want);
 }
 
 async function checkDmarc(dns: DnsResolver, name: string, domain: string): Promise<CheckResult> {

@@ -1,19 +1,16 @@
-// Sending domains: creation with a DKIM key pair, DNS verification, settings, deletion.
-// Every change records its domain.* event in the same transaction.
-import { generateKeyPair } from 'node:crypto';
-import { promisify } from 'node:util';
+// Sending domains: creation with a DKIM key set (dkim-keys.ts), DNS verification, settings, deletion.
+// Every change records its domain.* event in the same transaction. Key rotation: dkim-rotation.ts.
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../../context.js';
 import type { Config, Plan } from '../../config.js';
 import type { Queryable } from '../../db/index.js';
 import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../core/errors.js';
-import { newId, randomBase62 } from '../../core/ids.js';
+import { newId } from '../../core/ids.js';
 import { recordEvent } from '../../events/recorder.js';
 import { limitsFor } from './limits.js';
-import { checkRecord, expectedRecords, recordKey, type DnsRecord, type RecordStatus } from './domain-records.js';
+import { checkRecord, expectedRecords, recordKey, recordRemoved, type DnsRecord, type RecordStatus } from './domain-records.js';
+import { keyTypeOf, loadKeys, newKeySet, type DkimKeyRow, type DkimKeyType } from './dkim-keys.js';
 import type { KeyMode } from './api-keys.js';
-
-const generateKeyPairAsync = promisify(generateKeyPair);
 
 export const REGIONS = ['eu-west-1'] as const;
 export const TLS_MODES = ['opportunistic', 'enforced'] as const;
@@ -33,13 +30,31 @@ export interface Domain {
   tls_mode: TlsMode;
   /** What the MX does with mail for this domain (services/inbound/routing.ts). */
   inbound_mode: InboundMode;
+  /** The type of the keys that sign: rsa, or ed25519 (with an RSA signature beside it). */
+  dkim_key_type: DkimKeyType;
+  /** The rotation under way (dkim-rotation.ts), or null. */
+  dkim_rotation: DkimRotationSummary | null;
   dns_records: DnsRecord[];
   created_at: string;
   verified_at: string | null;
   last_checked_at: string | null;
 }
 
-interface DomainRow {
+/**
+ * A rotation under way: `pending` (new keys made, waiting for their records and the activation) or `activated`
+ * (the new keys sign; the old ones stay published until `retire_after`, when a job retires them).
+ */
+export interface DkimRotationSummary {
+  state: 'pending' | 'activated';
+  /** The type of the new keys. */
+  key_type: DkimKeyType;
+  selectors: { new: string[]; old: string[] };
+  started_at: string;
+  activated_at: string | null;
+  retire_after: string | null;
+}
+
+export interface DomainRow {
   id: string;
   team_id: string;
   name: string;
@@ -56,17 +71,6 @@ interface DomainRow {
   updated_at: string;
 }
 
-interface DkimKeyRow {
-  id: string;
-  domain_id: string;
-  selector: string;
-  public_key: string;
-  private_key_sealed: string;
-  state: 'active' | 'pending' | 'retiring';
-  created_at: string;
-  retire_after: string | null;
-}
-
 type StoredStatus = Record<string, { status: RecordStatus; reason?: string }>;
 
 export interface CreateDomainInput {
@@ -75,6 +79,8 @@ export interface CreateDomainInput {
   open_tracking: boolean;
   click_tracking: boolean;
   tls_mode: TlsMode;
+  /** rsa (default) or ed25519 (an Ed25519 key with an RSA key beside it). */
+  dkim_key_type?: DkimKeyType | undefined;
 }
 
 export interface UpdateDomainInput {
@@ -102,47 +108,50 @@ export function normaliseDomainName(input: string): string | null {
   return ascii;
 }
 
-/** Selector of a new key: date-stamped so a rotation's new selector differs from the old. */
-function newSelector(at: Date): string {
-  return `s${at.toISOString().slice(0, 10).replace(/-/g, '')}${randomBase62(4).toLowerCase()}`;
-}
-
-async function newDkimKey(at: Date, ctx: AppContext, domainId: string, state: DkimKeyRow['state']): Promise<DkimKeyRow> {
-  const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'der' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
-  return {
-    id: newId(),
-    domain_id: domainId,
-    selector: newSelector(at),
-    public_key: publicKey.toString('base64'),
-    private_key_sealed: ctx.secrets.seal(privateKey),
-    state,
-    created_at: at.toISOString(),
-    retire_after: null,
-  };
-}
-
-async function loadKeys(q: Queryable, domainIds: string[]): Promise<Map<string, DkimKeyRow[]>> {
-  const rows = domainIds.length ? await q<DkimKeyRow>('dkim_keys').whereIn('domain_id', domainIds).orderBy('created_at') : [];
-  const byDomain = new Map<string, DkimKeyRow[]>();
-  for (const r of rows) byDomain.set(r.domain_id, [...(byDomain.get(r.domain_id) ?? []), r]);
-  return byDomain;
-}
-
 /** The box's name and client ports: what the records point at. */
 type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort'>;
 
 function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
   const stored = JSON.parse(row.record_status) as StoredStatus;
-  const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key }));
+  const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key, algorithm: k.algorithm, state: k.state, retireAfter: k.retire_after }));
   const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
+  const retiredAt = new Map(keys.map((k) => [k.selector, k.retired_at]));
   return expectedRecords(row.name, box.hostname, published, ports).map((r) => {
+    // A retired key's record is to be removed: so it says until a verify finds it gone (and the key's row goes).
+    if (r.dkim?.state === 'retired') {
+      return { ...r, status: 'pending', reason: `Remove this record: its key was retired at ${retiredAt.get(r.dkim.selector)} and signs no mail` };
+    }
     const s = stored[recordKey(r)];
     return s ? { ...r, status: s.status, ...(s.reason ? { reason: s.reason } : {}) } : r;
   });
+}
+
+/** The rotation under way, told by the keys' states: new keys pending, or old keys retiring. */
+export function rotationOf(keys: DkimKeyRow[]): DkimRotationSummary | null {
+  const pending = keys.filter((k) => k.state === 'pending');
+  const retiring = keys.filter((k) => k.state === 'retiring');
+  const active = keys.filter((k) => k.state === 'active');
+  if (pending.length > 0) {
+    return {
+      state: 'pending',
+      key_type: keyTypeOf(pending),
+      selectors: { new: pending.map((k) => k.selector), old: active.map((k) => k.selector) },
+      started_at: pending[0]!.created_at,
+      activated_at: null,
+      retire_after: null,
+    };
+  }
+  if (retiring.length > 0) {
+    return {
+      state: 'activated',
+      key_type: keyTypeOf(active),
+      selectors: { new: active.map((k) => k.selector), old: retiring.map((k) => k.selector) },
+      started_at: active[0]?.created_at ?? retiring[0]!.created_at,
+      activated_at: active[0]?.activated_at ?? null,
+      retire_after: retiring[0]!.retire_after,
+    };
+  }
+  return null;
 }
 
 function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
@@ -155,6 +164,8 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     click_tracking: Boolean(row.click_tracking),
     tls_mode: row.tls_mode,
     inbound_mode: row.inbound_mode ?? 'none',
+    dkim_key_type: keyTypeOf(keys.filter((k) => k.state === 'active')),
+    dkim_rotation: rotationOf(keys),
     dns_records: recordsOf(row, keys, box),
     created_at: row.created_at,
     verified_at: row.verified_at,
@@ -162,13 +173,13 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
   };
 }
 
-async function findRow(q: Queryable, teamId: string, id: string): Promise<DomainRow> {
+export async function findRow(q: Queryable, teamId: string, id: string): Promise<DomainRow> {
   const row = await q<DomainRow>('domains').where({ team_id: teamId, id }).first();
   if (!row) throw notFound('Domain not found');
   return row;
 }
 
-async function domainView(ctx: AppContext, q: Queryable, row: DomainRow): Promise<Domain> {
+export async function domainView(ctx: AppContext, q: Queryable, row: DomainRow): Promise<Domain> {
   return toDomain(row, (await loadKeys(q, [row.id])).get(row.id) ?? [], ctx.config);
 }
 
@@ -180,7 +191,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
   const at = ctx.clock.now();
   const id = newId();
   // Key generation takes a while: do it before the transaction so writers are not held up.
-  const key = await newDkimKey(at, ctx, id, 'active');
+  const keys = await newKeySet(ctx, at, id, input.dkim_key_type ?? 'rsa', 'active');
   try {
     return await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
       const team = await trx<{ id: string; plan: Plan }>('teams').where('id', teamId).first('plan');
@@ -205,8 +216,8 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
         updated_at: at.toISOString(),
       };
       await trx('domains').insert(row);
-      await trx('dkim_keys').insert(key);
-      const domain = toDomain(row, [key], ctx.config);
+      await trx('dkim_keys').insert(keys);
+      const domain = toDomain(row, keys, ctx.config);
       await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
       return domain;
     }));
@@ -282,10 +293,15 @@ export async function deleteDomain(ctx: AppContext, teamId: string, id: string, 
 export async function verifyDomain(ctx: AppContext, teamId: string, id: string): Promise<Domain> {
   const row = await findRow(ctx.db, teamId, id);
   const before = await domainView(ctx, ctx.db, row);
-  // DNS look-ups happen outside any transaction: they can take seconds.
-  const checked = await Promise.all(
-    before.dns_records.map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
-  );
+  // DNS look-ups happen outside any transaction: they can take seconds. A retired key's record is looked for
+  // the other way round: once it is gone, the key's row goes and the record is no longer listed.
+  const retired = before.dns_records.filter((r) => r.dkim?.state === 'retired');
+  const [checked, removed] = await Promise.all([
+    Promise.all(
+      before.dns_records.filter((r) => r.dkim?.state !== 'retired').map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
+    ),
+    Promise.all(retired.map((r) => recordRemoved(ctx.dns, r).then((gone) => (gone ? [r.dkim!.selector] : []), () => []))).then((s) => s.flat()),
+  ]);
   // A look-up the DNS did not answer (timeout, SERVFAIL) says nothing about the record: a record found
   // before keeps its status (the reason says why it was not looked at again), and a verified domain is not
   // failed for it. The spec moves a verified domain only when a record disappears; one outage of a resolver
@@ -309,6 +325,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   const at = ctx.clock.now();
   return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const current = await findRow(trx, teamId, id); // still there?
+    if (removed.length > 0) await trx('dkim_keys').where({ domain_id: id, state: 'retired' }).whereIn('selector', removed).delete();
     const next: DomainRow = {
       ...current,
       status: ok ? 'verified' : 'failed',

@@ -9,6 +9,10 @@ export {
   createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
   REGIONS, TLS_MODES, updateDomain, verifyDomain
 } from './domains.js';
+export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
+export {
+  abortDkimRotation, activateDkimRotation, DKIM_RETIRE_JOB, type DkimRotation, retireDkimKeys, RETIRE_AFTER_DAYS, rotateDkim
+} from './dkim-rotation.js';
 export { listTeamEvents } from './events.js';
 export { checkHealth } from './health.js';
 export { limitsFor, PLAN_LIMITS } from './limits.js';

@@ -17,7 +17,7 @@ import { write } from '../../db/script.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
 import { FINISHED, type Job, type JobHandler, type JobOutcome } from '../../jobs/queue.js';
 import type { ComposeInput } from '../../mta/compose.js';
-import { RenderThreadError, type RawMessage, type RenderPool, type RenderRequest } from '../../mta/render-pool.js';
+import { RenderThreadError, type RawMessage, type RenderPool, type SigningKey } from '../../mta/render-pool.js';
 import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../../mta/types.js';
 import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailBodyRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
@@ -35,16 +35,42 @@ export function retryDelay(attempt: number): number {
   return RETRY_DELAYS_MS[Math.min(attempt - 1, RETRY_DELAYS_MS.length - 1)]!;
 }
 
+/** One active signing key of a sender domain, as the delivery read answers it. */
 interface DomainKeyRow {
   domain_id: string;
   name: string;
   tls_mode: TlsMode;
   selector: string;
+  algorithm: 'rsa' | 'ed25519';
   private_key_sealed: string;
 }
 
+/** A sender domain with the keys that sign its mail: one RSA key, or an Ed25519 key and an RSA key beside it. */
+interface SenderKeys {
+  name: string;
+  tls_mode: TlsMode;
+  keys: Array<Pick<DomainKeyRow, 'selector' | 'algorithm' | 'private_key_sealed'>>;
+}
+
 /** System emails (system-mail.ts: from the box's own name, no team domain, no API key) go unsigned. */
-const SYSTEM_SENDER: Omit<DomainKeyRow, 'domain_id'> = { name: '', tls_mode: 'opportunistic', selector: '', private_key_sealed: '' };
+const SYSTEM_SENDER: SenderKeys = { name: '', tls_mode: 'opportunistic', keys: [] };
+
+/**
+ * The active keys of each domain in `rows`. They are read in one statement with the emails, so one snapshot:
+ * a rotation's activation switches the active keys in one transaction, and a message is signed by the old
+ * set or the new one, never by both or neither (services/platform/dkim-rotation.ts). RSA signs first (on top):
+ * a verifier that checks only the first signature knows RSA.
+ */
+function senderKeysOf(rows: DomainKeyRow[]): Map<string, SenderKeys> {
+  const byDomain = new Map<string, SenderKeys>();
+  for (const r of rows) {
+    let sender = byDomain.get(r.domain_id);
+    if (!sender) byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, keys: [] }));
+    sender.keys.push({ selector: r.selector, algorithm: r.algorithm, private_key_sealed: r.private_key_sealed });
+  }
+  for (const sender of byDomain.values()) sender.keys.sort((a, b) => Number(a.algorithm !== 'rsa') - Number(b.algorithm !== 'rsa'));
+  return byDomain;
+}
 
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
 export const returnPath = (email: Pick<EmailRow, 'public_id' | 'from_domain'>) => `${RETURN_PATH_PREFIX}${email.public_id}@${email.from_domain}`;
@@ -55,8 +81,8 @@ interface Loaded {
   body: EmailBodyRow | undefined;
   recipients: RecipientRow[];
   attachments: AttachmentRow[];
-  /** The sender domain's signing key; SYSTEM_SENDER for a system email; undefined when the domain is gone. */
-  key: Omit<DomainKeyRow, 'domain_id'> | undefined;
+  /** The sender domain's signing keys; SYSTEM_SENDER for a system email; undefined when the domain is gone. */
+  key: SenderKeys | undefined;
   /** A raw send's finished message (SMTP submission): signed as it is instead of composed. */
   source: Buffer | undefined;
 }
@@ -146,14 +172,14 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
       ),
       queryJson<DomainKeyRow[]>(
         reads,
-        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'private_key_sealed', k.private_key_sealed))
+        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed))
          FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
          WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
         ids,
       ),
     ]);
     // An aggregate answers a row (an empty array) also when nothing matched: null only in types.
-    const [rows, recipients, domainKeys] = [loaded ?? [], recipientRows ?? [], keyRows ?? []];
+    const [rows, recipients, domainKeys] = [loaded ?? [], recipientRows ?? [], senderKeysOf(keyRows ?? [])];
     const withAttachments = rows.filter(([, , , hasAttachments]) => hasAttachments).map(([email]) => email.id);
     const withSource = rows.filter(([, , , , hasSource]) => hasSource).map(([email]) => email.id);
     const [attachments, sources] = await settleAll([
@@ -175,7 +201,7 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
         body: html !== null || text !== null ? { email_id: id, html, text } : undefined,
         recipients: recipients.filter((r) => r.email_id === id),
         attachments: mine,
-        key: isSystemEmail(email) ? SYSTEM_SENDER : domainKeys.find((k) => k.domain_id === email.domain_id),
+        key: isSystemEmail(email) ? SYSTEM_SENDER : email.domain_id === null ? undefined : domainKeys.get(email.domain_id),
         source,
       };
     });
@@ -202,10 +228,10 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
     return sets.map(() => undefined);
   }, MAX_BATCH);
 
-  /** What the render pool builds: the message (composed, or a raw send's source) and the signing key. */
-  function renderInput(l: Loaded, key: Omit<DomainKeyRow, 'domain_id'>): { message: ComposeInput | RawMessage; signer: RenderRequest['key'] } {
+  /** What the render pool builds: the message (composed, or a raw send's source) and the signing keys. */
+  function renderInput(l: Loaded, key: SenderKeys): { message: ComposeInput | RawMessage; signer: SigningKey[] } {
     const { email } = l;
-    const signer = key.selector ? { domain: key.name, selector: key.selector, pem: ctx.secrets.open(key.private_key_sealed) } : null;
+    const signer = key.keys.map((k) => ({ domain: key.name, selector: k.selector, pem: ctx.secrets.open(k.private_key_sealed) }));
     if (l.source) return { message: { raw: l.source }, signer };
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
     const message = {

@@ -49,9 +49,10 @@ export async function previewEmail(ctx: AppContext, sender: Sender, asked: SendE
   });
   let signed = false;
   if (domain?.status === 'verified') {
-    const key = await ctx.db('dkim_keys').where({ domain_id: domain.id, state: 'active' }).first<{ selector: string; private_key_sealed: string } | undefined>('selector', 'private_key_sealed');
-    if (key) {
-      raw = await signMessage(raw, { domain: p.fromDomain, selector: key.selector, privateKey: ctx.secrets.open(key.private_key_sealed) }, at);
+    // As delivery signs (delivery.ts): every active key, RSA first.
+    const keys = await ctx.db('dkim_keys').where({ domain_id: domain.id, state: 'active' }).orderByRaw(`algorithm <> 'rsa'`).select<Array<{ selector: string; private_key_sealed: string }>>('selector', 'private_key_sealed');
+    if (keys.length > 0) {
+      raw = await signMessage(raw, keys.map((k) => ({ domain: p.fromDomain, selector: k.selector, privateKey: ctx.secrets.open(k.private_key_sealed) })), at);
       signed = true;
     }
   }

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { defineRoute } from '../../route.js';
 import { Success } from '../../schemas/common.js';
-import { CreateDomain, Domain, UpdateDomain } from '../../schemas/platform/domains.js';
-import { createDomain, deleteDomain, getDomain, listDomains, updateDomain, verifyDomain } from '../../../services/platform/index.js';
+import { ActivateDkimRotation, CreateDomain, DkimRotation, Domain, RotateDkim, UpdateDomain } from '../../schemas/platform/domains.js';
+import {
+  abortDkimRotation, activateDkimRotation, createDomain, deleteDomain, getDomain, listDomains, rotateDkim, updateDomain, verifyDomain
+} from '../../../services/platform/index.js';
 
 export const domainRoutes = [
   defineRoute({
@@ -74,6 +76,45 @@ export const domainRoutes = [
     response: Domain,
     async handle({ app, principal, params }) {
       return verifyDomain(app, principal.teamId, params.id!);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/domains/{id}/dkim/rotate',
+    summary:
+      "Start a DKIM key rotation: new keys under new selectors (of `dkim_key_type`, the domain's current type by default), answered with the TXT records to publish; 409 while a rotation is under way",
+    tag: 'Domains',
+    access: 'full_access',
+    body: RotateDkim,
+    status: 201,
+    response: DkimRotation,
+    async handle({ app, principal, params, body }) {
+      return rotateDkim(app, principal.teamId, params.id!, body);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/domains/{id}/dkim/rotate/activate',
+    summary:
+      'Switch signing to the new keys once their records are published (422 saying what the DNS answered otherwise); the old selectors stay published for `retire_after_days` (1..90, default 7), then are retired',
+    tag: 'Domains',
+    access: 'full_access',
+    body: ActivateDkimRotation,
+    response: DkimRotation,
+    async handle({ app, principal, params, body }) {
+      return activateDkimRotation(app, principal.teamId, params.id!, body);
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/domains/{id}/dkim/rotate',
+    summary: 'Abort a DKIM rotation that is not activated yet (its new keys are deleted); 409 once activated',
+    tag: 'Domains',
+    access: 'full_access',
+    response: Success,
+    async handle({ app, principal, params }) {
+      await abortDkimRotation(app, principal.teamId, params.id!);
+      return { success: true };
     },
   }),
 ];

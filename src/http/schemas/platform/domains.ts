@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { REGIONS, TLS_MODES, INBOUND_MODES } from '../../../services/platform/index.js';
+import { DKIM_KEY_TYPES, INBOUND_MODES, REGIONS, RETIRE_AFTER_DAYS, TLS_MODES } from '../../../services/platform/index.js';
 import { boolean } from '../common.js';
 
 const region = z.enum(REGIONS, { error: `must be ${REGIONS.join(', ')} (the only region)` });
 const tlsMode = z.enum(TLS_MODES, { error: `must be one of ${TLS_MODES.join(', ')}` });
+const dkimKeyType = z
+  .enum(DKIM_KEY_TYPES, { error: `must be one of ${DKIM_KEY_TYPES.join(', ')}` })
+  .describe('rsa: one RSA-2048 key; ed25519: an Ed25519 key (RFC 8463) and an RSA-2048 key beside it, both signing every message');
 
 export const CreateDomain = z
   .object({
@@ -15,6 +18,7 @@ export const CreateDomain = z
     tls_mode: tlsMode.optional().describe('opportunistic (default) or enforced'),
     /** Resend's name for tls_mode (its SDKs send `tls`); tls_mode wins when both are given. */
     tls: tlsMode.optional().describe("Resend's name for tls_mode, accepted for its SDKs; tls_mode wins"),
+    dkim_key_type: dkimKeyType.default('rsa'),
   })
   .transform(({ tls, tls_mode, ...rest }) => ({ ...rest, tls_mode: tls_mode ?? tls ?? 'opportunistic' }))
   .meta({ id: 'CreateDomain' });
@@ -44,6 +48,17 @@ export const DnsRecord = z
     required: z.boolean(),
     status: z.enum(['pending', 'verified', 'failed']),
     reason: z.string().optional(),
+    dkim: z
+      .object({
+        selector: z.string(),
+        algorithm: z.enum(['rsa', 'ed25519']),
+        state: z.enum(['active', 'pending', 'retiring', 'retired']),
+        retire_after: z.iso.datetime().nullable(),
+      })
+      .optional()
+      .describe(
+        "DKIM records: the key's selector and algorithm, and its state — active (signs; required), pending (a rotation's new key: publish it, then activate), retiring (replaced: keep it published until retire_after), retired (signs nothing: remove the record; it is no longer listed once a verify finds it gone)",
+      ),
     zone_file_line: z
       .string()
       .describe(
@@ -51,6 +66,37 @@ export const DnsRecord = z
       ),
   })
   .meta({ id: 'DnsRecord' });
+
+const rotationSelectors = z.object({ new: z.array(z.string()), old: z.array(z.string()) });
+
+export const DkimRotationSummary = z
+  .object({
+    state: z.enum(['pending', 'activated']),
+    key_type: dkimKeyType,
+    selectors: rotationSelectors,
+    started_at: z.iso.datetime(),
+    activated_at: z.iso.datetime().nullable(),
+    retire_after: z.iso.datetime().nullable(),
+  })
+  .describe('the DKIM rotation under way: pending (new keys made, waiting for their records and the activation) or activated (new keys sign; the old selectors are retired at retire_after)')
+  .meta({ id: 'DkimRotationSummary' });
+
+export const RotateDkim = z
+  .object({ dkim_key_type: dkimKeyType.optional().describe("the new keys' type; the domain's current type when omitted") })
+  .meta({ id: 'RotateDkim' });
+
+const { min, max } = RETIRE_AFTER_DAYS;
+export const ActivateDkimRotation = z
+  .object({
+    retire_after_days: z
+      .number({ error: `must be an integer between ${min} and ${max}` })
+      .int(`must be an integer between ${min} and ${max}`)
+      .min(min, `must be an integer between ${min} and ${max}`)
+      .max(max, `must be an integer between ${min} and ${max}`)
+      .default(RETIRE_AFTER_DAYS.default)
+      .describe(`days the old selector stays published before it is retired (${min}..${max}, default ${RETIRE_AFTER_DAYS.default})`),
+  })
+  .meta({ id: 'ActivateDkimRotation' });
 
 export const Domain = z
   .object({
@@ -62,9 +108,25 @@ export const Domain = z
     click_tracking: z.boolean(),
     tls_mode: tlsMode,
     inbound_mode: z.enum(INBOUND_MODES),
+    dkim_key_type: dkimKeyType,
+    dkim_rotation: DkimRotationSummary.nullable(),
     dns_records: z.array(DnsRecord),
     created_at: z.iso.datetime(),
     verified_at: z.iso.datetime().nullable(),
     last_checked_at: z.iso.datetime().nullable(),
   })
   .meta({ id: 'Domain' });
+
+export const DkimRotation = z
+  .object({
+    domain_id: z.string(),
+    name: z.string(),
+    state: z.enum(['pending', 'activated']),
+    key_type: dkimKeyType,
+    selectors: rotationSelectors,
+    records: z.array(DnsRecord).describe("the new keys' TXT records: publish them before the activation"),
+    started_at: z.iso.datetime(),
+    activated_at: z.iso.datetime().nullable(),
+    retire_after: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'DkimRotation' });
