@@ -7,3 +7,4 @@ export { segmentMembership } from './membership.js';
 export { createProperty, deleteProperty, listProperties, PROPERTY_TYPES, updateProperty, type ContactProperty, type PropertyType } from './properties.js';
 export { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, type EngagementSegment, type RuleGroup } from './rules.js';
 export { addMembers, createSegment, deleteSegment, getSegment, listMembers, listSegments, previewSegment, removeMembers, updateSegment, type Segment } from './segments.js';
+export { addSuppression, suppressedAmong, type SuppressionReason } from './suppressions.js';

@@ -13,7 +13,8 @@ import type { Queryable } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
 import { classifyBounce, enhancedCodeOf } from '../../mta/bounce.js';
-import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow, deriveEmailStatus, addSuppression } from '../sending/index.js';
+import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow, deriveEmailStatus } from '../sending/index.js';
+import { addSuppression } from '../audience/index.js';
 import { FOREIGN_MESSAGE_ID } from '../../db/migrations/011-email-message-ids.js';
 
 export interface BounceRecipient {

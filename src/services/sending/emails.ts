@@ -28,7 +28,7 @@ import {
   type TimelineType,
 } from './email-records.js';
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
-import { suppressedAmong } from './suppressions.js';
+import { suppressedAmong } from '../audience/index.js';
 import { SendLedger } from './quotas.js';
 
 export const DELIVER_JOB = 'email.deliver';
