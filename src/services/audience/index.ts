@@ -1,5 +1,6 @@
 // The audience area: contacts with typed custom properties, manual and dynamic segments (and their SQL
-// membership predicates, which broadcasts will use), CSV import and export. Imports the platform area only.
+// membership predicates, which broadcasts will use), CSV import and export, the suppression list. Imports the
+// platform area only.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { createContact, deleteContact, getContact, listContacts, updateContact, type Contact, type ContactFilters } from './contacts.js';
 export { exportContacts, importContacts, MAX_IMPORT_ROWS, type ImportResult } from './contacts-csv.js';
@@ -7,4 +8,5 @@ export { segmentMembership } from './membership.js';
 export { createProperty, deleteProperty, listProperties, PROPERTY_TYPES, updateProperty, type ContactProperty, type PropertyType } from './properties.js';
 export { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, type EngagementSegment, type RuleGroup } from './rules.js';
 export { addMembers, createSegment, deleteSegment, getSegment, listMembers, listSegments, previewSegment, removeMembers, updateSegment, type Segment } from './segments.js';
-export { addSuppression, suppressedAmong, type SuppressionReason } from './suppressions.js';
+export { addSuppression, createSuppression, deleteSuppression, listSuppressions, suppressedAmong, SUPPRESSION_REASONS, type Suppression, type SuppressionReason } from './suppressions.js';
+export { exportSuppressions, importSuppressions, type SuppressionImportResult } from './suppressions-csv.js';

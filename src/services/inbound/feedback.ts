@@ -133,7 +133,7 @@ async function write(q: Queryable, at: Date, email: EmailRow, all: RecipientRow[
   for (const [id, values] of c.recipients) await q('email_recipients').where({ id }).update({ ...values, updated_at: now });
   if (c.timeline.length) await q('email_events').insert(c.timeline);
   await recordEvents(q, c.events);
-  for (const s of c.suppressions) await addSuppression(q, at, email.team_id, s.address, s.reason, s.details.slice(0, 500));
+  for (const s of c.suppressions) await addSuppression(q, at, email.team_id, s.address, s.reason, s.details.slice(0, 500), email.public_id);
   if (c.recipients.size > 0) {
     const statuses = all.map((r) => (c.recipients.get(r.id)?.status ?? r.status));
     const status = deriveEmailStatus(statuses, true);
