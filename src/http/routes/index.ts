@@ -15,14 +15,15 @@ import { webhookRoutes } from './notifications/webhooks.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
 import { suppressionRoutes } from './audience/suppressions.js';
+import { topicRoutes } from './audience/topics.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
 documented.push(...mailboxRoutes);
 // The audience: contacts, contact properties, segments.
 documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
-// Suppressions.
-documented.push(...suppressionRoutes);
+// Subscription topics and suppressions.
+documented.push(...topicRoutes, ...suppressionRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
 

@@ -1,6 +1,6 @@
 // The audience area: contacts with typed custom properties, manual and dynamic segments (and their SQL
-// membership predicates, which broadcasts will use), CSV import and export, the suppression list. Imports the
-// platform area only.
+// membership predicates, which broadcasts will use), CSV import and export, subscription topics and each
+// contact's choices, the suppression list. Imports the platform area only.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { createContact, deleteContact, getContact, listContacts, updateContact, type Contact, type ContactFilters } from './contacts.js';
 export { exportContacts, importContacts, MAX_IMPORT_ROWS, type ImportResult } from './contacts-csv.js';
@@ -10,3 +10,7 @@ export { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, type EngagementSegment, type R
 export { addMembers, createSegment, deleteSegment, getSegment, listMembers, listSegments, previewSegment, removeMembers, updateSegment, type Segment } from './segments.js';
 export { addSuppression, createSuppression, deleteSuppression, listSuppressions, suppressedAmong, SUPPRESSION_REASONS, type Suppression, type SuppressionReason } from './suppressions.js';
 export { exportSuppressions, importSuppressions, type SuppressionImportResult } from './suppressions-csv.js';
+export {
+  clearContactSubscription, createTopic, DEFAULT_SUBSCRIPTIONS, deleteTopic, getContactSubscriptions, getTopic, listSubscribers, listTopics,
+  setContactSubscriptions, TOPIC_VISIBILITIES, updateTopic, type ContactSubscriptions, type Subscriber, type Topic
+} from './topics.js';
