@@ -16,14 +16,15 @@ import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
 import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
+import { unsubscribeRoutes } from './audience/unsubscribe.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
 documented.push(...mailboxRoutes);
 // The audience: contacts, contact properties, segments.
 documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
-// Subscription topics and suppressions.
-documented.push(...topicRoutes, ...suppressionRoutes);
+// Subscription topics, suppressions, and the public pages of an email's unsubscribe links.
+documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
 

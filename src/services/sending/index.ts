@@ -1,5 +1,6 @@
 // The sending area: the one send path (API, batch, SMTP submission, system mail; later broadcasts, workflows,
-// MCP), delivery jobs, previews and spam score, test mode, quotas and the suppression check.
+// MCP), delivery jobs, previews and spam score, test mode, quotas and the suppression check, the unsubscribe
+// links in mail (issued on the send path, followed through the public pages and the MX).
 // Imports the platform and audience areas (the suppression list is the audience's).
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { createDeliveryHandler, type LocalDelivery } from './delivery.js';
@@ -17,3 +18,4 @@ export {
 } from './quotas.js';
 export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
 export { sendSystemEmail } from './system-mail.js';
+export { type LinkAnswer, linkPreferences, savePreferencesThroughLink, unsubscribeByMessage, unsubscribeThroughLink } from './unsubscribe-links.js';
