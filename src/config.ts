@@ -73,6 +73,11 @@ export interface Config {
   rateLimits: boolean;
   /** A message failing DMARC whose domain publishes p=reject: refused at the MX (550 5.7.1), or kept and filed as junk. */
   inboundDmarcReject: 'refuse' | 'junk';
+  /**
+   * The base URL people reach this box's HTTP API at, for links in mail (unsubscribe, the preference page);
+   * null: `https://<MAIL_HOSTNAME>` (a TLS proxy in front of the API port). No trailing slash.
+   */
+  publicUrl: string | null;
 }
 
 export class ConfigError extends Error {
@@ -158,6 +163,19 @@ function field<K extends keyof Config>(key: K, env: string, schema: z.ZodType<Co
 const nullable = (s: z.ZodType<string>) =>
   z.preprocess((v) => (v === '' ? null : v), s.nullable()) as z.ZodType<string | null>;
 
+/** An http(s) origin, optionally with a path prefix; kept without its trailing slash. */
+const publicUrl = z
+  .string()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === 'https:' || u.protocol === 'http:') && u.search === '' && u.hash === '' && u.username === '';
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL without query or fragment, e.g. https://mail.example.com')
+  .transform((v) => v.replace(/\/+$/, ''));
+
 /** Every setting, its environment variable and its rule, in one table. */
 const FIELDS = [
   field('dataDir', 'MAIL_DATA_DIR', z.string().min(1, 'must not be empty')),
@@ -222,6 +240,7 @@ const FIELDS = [
     z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be on or off' })),
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
+  field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

@@ -1,5 +1,5 @@
 // Hashing of bearer secrets and authenticated encryption of stored private material.
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** SHA-256 of a high-entropy secret (API keys): fast lookup by hash, nothing reversible stored. */
 export function hashSecret(secret: string): string {
@@ -28,6 +28,15 @@ export class SecretBox {
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('master key must be 32 bytes');
     this.key = key;
+  }
+
+  /**
+   * A 32-byte key for one purpose (e.g. signing unsubscribe links), derived from the master key with HKDF-SHA256
+   * (RFC 5869), the purpose as its info: keys of different purposes are independent, and none reveals the
+   * master key. Stable for as long as the master key is.
+   */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `mail-appliance/${purpose}`, 32));
   }
 
   seal(plaintext: string): string {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { createOtherTeam, startTestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
-import { addSuppression } from '../../src/services/sending/suppressions.js';
+import { addSuppression } from '../../src/services/audience/suppressions.js';
 import { DEADLINE_TIMEOUTS, mailRoutes, ROUTE_TTL_MS } from '../../src/services/automation/mail-routes.js';
 import { validateEmail, type EmailValidation } from '../../src/services/automation/validation.js';
 import { readsOf } from '../../src/db/index.js';

@@ -202,3 +202,14 @@ t.test('a malformed bracketed DNS server is refused', async (t) => {
   t.throws(() => parseDnsServer('[::1'), "'[::1'");
   t.throws(() => load({ MAIL_DNS_SERVERS: '[::1]:x' }), ConfigError, 'MAIL_DNS_SERVERS=[::1]:x');
 });
+
+t.test('MAIL_PUBLIC_URL: an http(s) base URL, its trailing slash dropped; null by default', async (t) => {
+  t.equal(load().publicUrl, null, 'links then use https://<MAIL_HOSTNAME>');
+  t.equal(load({ MAIL_PUBLIC_URL: 'https://mail.example.com/' }).publicUrl, 'https://mail.example.com');
+  t.equal(load({ MAIL_PUBLIC_URL: 'https://example.com/mail//' }).publicUrl, 'https://example.com/mail');
+  t.equal(load({ MAIL_PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+  t.equal(load({ MAIL_PUBLIC_URL: '' }).publicUrl, null);
+  for (const bad of ['mail.example.com', 'ftp://mail.example.com', 'https://mail.example.com/?a=1', 'https://user@mail.example.com']) {
+    t.throws(() => load({ MAIL_PUBLIC_URL: bad }), /MAIL_PUBLIC_URL must be an http\(s\) URL without query or fragment/, bad);
+  }
+});

@@ -15,3 +15,14 @@ t.test('seal and open; a tampered or foreign value does not open', async (t) => 
   t.throws(() => new SecretBox(randomBytes(32)).open(sealed), 'another master key cannot open it');
   t.throws(() => box.open('not sealed'), /not a sealed value/);
 });
+
+t.test('deriveKey: 32 bytes per purpose, stable, independent of other purposes and other master keys', async (t) => {
+  const master = randomBytes(32);
+  const box = new SecretBox(master);
+  const a = box.deriveKey('unsubscribe-links');
+  t.equal(a.length, 32);
+  t.same(new SecretBox(master).deriveKey('unsubscribe-links'), a, 'the same master key and purpose give the same key');
+  t.notSame(box.deriveKey('other-purpose'), a, 'another purpose, another key');
+  t.notSame(new SecretBox(randomBytes(32)).deriveKey('unsubscribe-links'), a, 'another box, another key');
+  t.notSame(a, master, 'not the master key itself');
+});

@@ -16,6 +16,9 @@ import { webhookRoutes } from './notifications/webhooks.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
 import { templateRoutes } from './templates/templates.js';
+import { suppressionRoutes } from './audience/suppressions.js';
+import { topicRoutes } from './audience/topics.js';
+import { unsubscribeRoutes } from './audience/unsubscribe.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -24,6 +27,8 @@ documented.push(...mailboxRoutes);
 documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
 // Templates.
 documented.push(...templateRoutes);
+// Subscription topics, suppressions, and the public pages of an email's unsubscribe links.
+documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).

@@ -8,7 +8,7 @@ import type { AppContext } from '../../context.js';
 import { Batcher } from '../../db/batcher.js';
 import { readsOf } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
-import { suppressedAmong } from '../sending/index.js';
+import { suppressedAmong } from '../audience/index.js';
 import { checkSyntax, isDisposableDomain, isRoleAccount, suggestDomain, type SyntaxCheck } from './address-checks.js';
 import { mailRoutes, NOT_CHECKED, type MailRoute } from './mail-routes.js';
 

@@ -13,7 +13,8 @@ import type { Queryable } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
 import { classifyBounce, enhancedCodeOf } from '../../mta/bounce.js';
-import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow, deriveEmailStatus, addSuppression } from '../sending/index.js';
+import { emailEventRow, RETURN_PATH_PREFIX, timelineRow, type EmailRow, type RecipientRow, type TimelineRow, deriveEmailStatus } from '../sending/index.js';
+import { addSuppression } from '../audience/index.js';
 import { FOREIGN_MESSAGE_ID } from '../../db/migrations/011-email-message-ids.js';
 
 export interface BounceRecipient {
@@ -132,7 +133,7 @@ async function write(q: Queryable, at: Date, email: EmailRow, all: RecipientRow[
   for (const [id, values] of c.recipients) await q('email_recipients').where({ id }).update({ ...values, updated_at: now });
   if (c.timeline.length) await q('email_events').insert(c.timeline);
   await recordEvents(q, c.events);
-  for (const s of c.suppressions) await addSuppression(q, at, email.team_id, s.address, s.reason, s.details.slice(0, 500));
+  for (const s of c.suppressions) await addSuppression(q, at, email.team_id, s.address, s.reason, s.details.slice(0, 500), email.public_id);
   if (c.recipients.size > 0) {
     const statuses = all.map((r) => (c.recipients.get(r.id)?.status ?? r.status));
     const status = deriveEmailStatus(statuses, true);

@@ -1,6 +1,6 @@
 // The inbound area: what the MX receives — recipient routing, authentication, delivery into mailboxes, inbound
 // emails and replies to them, bounce/complaint feedback, DMARC reports — and mail the box sends to itself
-// (local delivery). Imports the platform and sending areas.
+// (local delivery). Imports the platform, audience and sending areas.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { checkMessage, InboundAuthPool } from './auth.js';
 export { type DmarcAggregateReport, dmarcPaging, type DmarcRecord, listDmarcReports } from './dmarc-reports.js';

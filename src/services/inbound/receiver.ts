@@ -18,6 +18,7 @@ import { applyBounce, applyComplaint, type BounceNotice, type ComplaintNotice } 
 import { insertInbound, parseInbound, type AuthSummary } from './inbound-emails.js';
 import type { HostDomain, LocalDomain, RecipientRoute } from './routing.js';
 import { headerSize } from '../../mailstore/index.js';
+import { unsubscribeByMessage } from '../sending/index.js';
 
 export interface InboundClient {
   ip: string;
@@ -173,7 +174,8 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
     const feedback = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'feedback' }> => r.kind === 'feedback');
     const feedbackLoop = message.routes.some((r) => r.kind === 'webhook' && r.feedbackLoop);
     const reports = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'dmarc' }> => r.kind === 'dmarc');
-    if (webhook.size === 0 && feedback.length === 0 && reports.length === 0) return { status: 'accepted', queueId, junk };
+    const unsubscribes = message.routes.filter((r): r is Extract<RecipientRoute, { kind: 'unsubscribe' }> => r.kind === 'unsubscribe');
+    if (webhook.size === 0 && feedback.length === 0 && reports.length === 0 && unsubscribes.length === 0) return { status: 'accepted', queueId, junk };
 
     const { notices } = message;
     await writer.run(async (trx) => {
@@ -196,6 +198,11 @@ export function createInboundReceiver(ctx: AppContext, mailboxes: MailboxDeliver
         } else {
           log.info({ queueId, to: f.address }, 'mail to a return path that is neither a bounce nor a complaint: dropped');
         }
+      }
+      // The mailto of an email's List-Unsubscribe (RFC 2369): whatever the message says, it unsubscribes.
+      for (const u of unsubscribes) {
+        const left = await unsubscribeByMessage(ctx, trx, at, u.token);
+        log.info({ queueId, from: message.mailFrom, changed: left }, 'unsubscribe by mail');
       }
       for (const d of reports) {
         if (!notices.dmarc || 'error' in notices.dmarc) {

@@ -1,4 +1,6 @@
 // Which recipients the MX accepts, and where each one's copy goes. In order of precedence:
+//   0. the unsubscribe addresses of the box's host name, `unsub-<token>@<MAIL_HOSTNAME>` (the mailto of an
+//      email's List-Unsubscribe): a valid token's message unsubscribes its contact; any other is unknown;
 //   1. our own return paths, `bounces+<em_id>@<domain of the box>`: bounce (DSN) and complaint (ARF) notices;
 //   2. the rua address we publish, `dmarc-reports@<domain>`: DMARC aggregate reports;
 //   3. mailboxes, aliases and the domain's catch-all (the mail store's resolveAddress);
@@ -13,6 +15,7 @@ import type { AppContext } from '../../context.js';
 import { readsOf } from '../../db/index.js';
 import type { MailboxAccount, MailStore } from '../../mailstore/types.js';
 import { RETURN_PATH_PREFIX } from '../sending/index.js';
+import { readUnsubscribeToken, tokenOfAddress } from '../audience/index.js';
 import { emailIdFromReturnPath } from './feedback.js';
 import { directoryOf } from './directory.js';
 import { INBOUND_MODES, type InboundMode } from '../platform/index.js';
@@ -67,7 +70,8 @@ export type RecipientRoute =
   | { kind: 'mailbox'; address: string; domain: LocalDomain; mailboxIds: number[]; accounts: MailboxAccount[]; via: 'mailbox' | 'alias' | 'catch-all'; alsoWebhook: boolean }
   | { kind: 'webhook'; address: string; domain: LocalDomain | HostDomain; feedbackLoop?: true }
   | { kind: 'feedback'; address: string; domain: LocalDomain; emailPublicId: string }
-  | { kind: 'dmarc'; address: string; domain: LocalDomain };
+  | { kind: 'dmarc'; address: string; domain: LocalDomain }
+  | { kind: 'unsubscribe'; address: string; token: string };
 
 export type Refusal = { kind: 'unknown_user' } | { kind: 'not_local' } | { kind: 'mailbox_full' };
 
@@ -88,6 +92,9 @@ export async function findLocalDomain(ctx: AppContext, name: string): Promise<Lo
 
 /** Where mail for `address` goes, or why it is refused. `store` is null while no mail store is wired. */
 export async function routeRecipient(ctx: AppContext, store: MailStore | null, address: string): Promise<RecipientRoute | Refusal> {
+  // Each unsubscribe address is its own token: checked, never cached in the directory.
+  const token = tokenOfAddress(ctx, address);
+  if (token !== null) return (await readUnsubscribeToken(ctx, readsOf(ctx.db), token)).ok ? { kind: 'unsubscribe', address, token } : { kind: 'unknown_user' };
   // Everything but the mailboxes' usage comes from the directory (services/inbound/directory.ts).
   const route = await directoryOf(ctx).route(address, () => resolveRecipient(ctx, store, address));
   if (route.kind !== 'mailbox' || !store) return route;

@@ -92,7 +92,7 @@ interface WriteSet {
   recipients: Array<Pick<RecipientRow, 'email_id' | 'address' | 'status' | 'last_code' | 'last_message' | 'bounce_category' | 'updated_at'>>;
   timeline: TimelineRow[];
   events: Array<Omit<EventRow, 'id'>>;
-  suppressions: Array<{ team_id: string; email: string; reason: 'bounce' | 'complaint'; details: string | null; created_at: string }>;
+  suppressions: Array<{ team_id: string; email: string; reason: 'bounce' | 'complaint'; details: string | null; email_id: string; created_at: string }>;
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
   /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
   finishedJob: number | null;
@@ -392,7 +392,7 @@ function outcomeWrites(
         events.push(emailEventRow(email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) }));
         // A simulated (test-mode) outcome never suppresses: the suppression list guards live sending.
         if (o.category === 'invalid_mailbox' && email.mode !== 'test') {
-          suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), created_at: now });
+          suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), email_id: email.public_id, created_at: now });
         }
       } else if (next === 'deferred' || next === 'failed') {
         events.push(emailEventRow(email, at, 'email.soft_bounced', { recipient: o.recipient, ...bounceData(o) }));
@@ -421,7 +421,7 @@ function outcomeWrites(
       set(recipient, { status: 'complained' });
       timeline.push(timelineRow(email, at, 'complained', { recipient }));
       events.push(emailEventRow(email, at, 'email.complained', { recipient }));
-      if (email.mode !== 'test') suppressions.push({ team_id: email.team_id, email: addressKey(recipient), reason: 'complaint', details: null, created_at: now });
+      if (email.mode !== 'test') suppressions.push({ team_id: email.team_id, email: addressKey(recipient), reason: 'complaint', details: null, email_id: email.public_id, created_at: now });
     }
   }
 

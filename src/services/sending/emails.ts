@@ -28,7 +28,7 @@ import {
   type TimelineType,
 } from './email-records.js';
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
-import { suppressedAmong } from './suppressions.js';
+import { audienceOfSends, signUnsubscribeToken, suppressedAmong, unsubscribeHeaders, type SendAudience } from '../audience/index.js';
 import { SendLedger } from './quotas.js';
 import { renderForSend } from '../templates/index.js';
 
@@ -82,6 +82,13 @@ export interface SendEmailInput {
   scheduled_at?: string | undefined;
   template_id?: string | undefined;
   variables?: Record<string, string> | undefined;
+  /**
+   * Carry unsubscribe links (List-Unsubscribe, RFC 8058 one-click): the one recipient must be a contact of
+   * the team; the links unsubscribe them from everything. Implied by `topic_id`.
+   */
+  unsubscribe?: boolean | undefined;
+  /** Sent for this subscription topic: skipped unless the contact is subscribed; the links leave the topic. */
+  topic_id?: string | undefined;
 }
 
 export interface SendResult {
@@ -177,7 +184,12 @@ export function prepareInput(input: SendEmailInput) {
     scheduledAt = new Date(input.scheduled_at);
     if (Number.isNaN(scheduledAt.getTime())) throw badRequest('scheduled_at: must be an ISO 8601 date-time');
   }
-  return { from, to, cc, bcc, replyTo, attachments, fromDomain: domainOf(from.address), scheduledAt };
+  // A message carries one List-Unsubscribe, and its link names one person.
+  const links = input.topic_id !== undefined || input.unsubscribe === true ? { topicId: input.topic_id ?? null } : null;
+  if (links && total !== 1) {
+    throw unprocessable(`An email with unsubscribe links (unsubscribe or topic_id) goes to exactly one recipient; this one has ${total} (send one email per contact, e.g. with POST /emails/batch)`);
+  }
+  return { from, to, cc, bcc, replyTo, attachments, fromDomain: domainOf(from.address), scheduledAt, links };
 }
 
 export type PreparedInput = ReturnType<typeof prepareInput>;
@@ -328,7 +340,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     );
   }
   const teams = [...new Set(items.map((i) => i.sender.teamId))];
-  const [, , suppressedByTeam, ids] = await settleAll([
+  // Emails with unsubscribe links: their contact and topic (one JSON read, in this round's statement).
+  const linked = items.flatMap((item, i) => (item.checked.links ? [{ i, teamId: item.sender.teamId, address: recipientsOf(item.checked)[0]!, topicId: item.checked.links.topicId }] : []));
+  const [, , suppressedByTeam, ids, , audiences] = await settleAll([
     settleAll([...earlierLookups.values()]),
     // The box's own system mail (no team domain) is not the team's sending; test mode is not counted.
     ledger.load(items.filter((i) => i.checked.domainId !== null && i.sender.mode !== 'test').map((i) => i.sender.teamId)).catch(() => undefined), // a team that cannot be read fails its own emails in check()
@@ -337,7 +351,9 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     // An email's children then go in the same round as the email (below): their foreign keys are checked
     // at COMMIT rather than statement by statement (until the transaction ends).
     deferForeignKeys(trx),
+    audienceOfSends(trx, linked),
   ]);
+  const audienceOf = new Map<number, SendAudience>(linked.map((l, n) => [l.i, audiences[n]!]));
   const suppressed = new Map(teams.map((teamId, n) => [teamId, suppressedByTeam[n]!]));
 
   // Idempotency: an earlier email with the key (within 24 h, or earlier in this very batch) answers instead.
@@ -355,6 +371,16 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
             : conflict(`Idempotency key '${key}' was already used with a different request within the last 24 hours`);
         continue;
       }
+    }
+    // Unsubscribe links need the recipient's contact (and the topic named): refused before they count.
+    const audience = audienceOf.get(i);
+    if (audience && !audience.contact) {
+      results[i] = unprocessable(`'${recipientsOf(item.checked)[0]!}' is not a contact of this team: an email with unsubscribe links goes to a contact (POST /contacts)`);
+      continue;
+    }
+    if (audience && item.checked.links!.topicId !== null && !audience.topic) {
+      results[i] = unprocessable(`Topic '${item.checked.links!.topicId}' not found`);
+      continue;
     }
     // Quotas and caps (services/sending/quotas.ts), after replays (which do not count); the box's own system mail
     // (no team domain) is not the team's sending and is exempt.
@@ -384,9 +410,10 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
   const sources: Array<{ email_id: number; raw: Buffer }> = [];
   const bodies: EmailBodyRow[] = [];
 
-  for (const [n, { item, publicId }] of accepted.entries()) {
+  for (const [n, { i, item, publicId }] of accepted.entries()) {
     const { sender, input, checked: c, hash, template } = item;
     const id = ids.emails + n;
+    const audience = audienceOf.get(i);
     const scheduled = c.scheduledAt && c.scheduledAt.getTime() > at.getTime() ? c.scheduledAt : null;
     const email: EmailRow = {
       id,
@@ -427,6 +454,13 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     if (body.html !== null || body.text !== null) bodies.push(body);
 
     const blockedSet = suppressed.get(sender.teamId)!;
+    // An email for a contact who left (everything, or the topic it is sent for) is not sent: as a suppressed
+    // recipient, with why. The suppression list, when it also names them, gives its own reason.
+    const optedOut = audience && !blockedSet.has(addressKey(recipientsOf(c)[0]!)) ? optOutReason(audience) : null;
+    if (audience && !optedOut) {
+      const token = signUnsubscribeToken(ctx, { contact: audience.contact!, topic: audience.topic, emailKey: id }, at);
+      email.headers = JSON.stringify({ ...input.headers, ...unsubscribeHeaders(ctx, token) });
+    }
     // One recipient per address (the first of to, cc, bcc naming it): one RCPT, one status, one outcome.
     const named = new Set<string>();
     const all = [...c.to.map((m) => ['to', m] as const), ...c.cc.map((m) => ['cc', m] as const), ...c.bcc.map((m) => ['bcc', m] as const)].filter(([, m]) => {
@@ -440,7 +474,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       kind,
       address: m.address,
       domain: domainOf(m.address),
-      status: (blockedSet.has(addressKey(m.address)) ? 'suppressed' : 'queued') as RecipientStatus,
+      status: (blockedSet.has(addressKey(m.address)) || optedOut ? 'suppressed' : 'queued') as RecipientStatus,
       updated_at: now,
     }));
     recipients.push(...mine);
@@ -449,11 +483,12 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     timeline.push(timelineRow(email, at, 'queued', scheduled ? { scheduled_at: email.scheduled_at } : {}));
     if (scheduled) events.push(emailEventRow(email, at, 'email.scheduled', { scheduled_at: email.scheduled_at }));
     const blocked = mine.filter((r) => r.status === 'suppressed').map((r) => r.address);
-    if (blocked.length) events.push(emailEventRow(email, at, 'email.suppressed', { suppressed: blocked }));
+    if (blocked.length) events.push(emailEventRow(email, at, 'email.suppressed', { suppressed: blocked, ...(optedOut ? { reason: optedOut } : {}) }));
     if (blocked.length === mine.length) {
       email.status = 'failed';
-      timeline.push(timelineRow(email, at, 'failed', { reason: 'every recipient is on the suppression list', suppressed: blocked }));
-      events.push(emailEventRow(email, at, 'email.failed', { reason: 'every recipient is on the suppression list' }));
+      const reason = optedOut ?? 'every recipient is on the suppression list';
+      timeline.push(timelineRow(email, at, 'failed', { reason, suppressed: blocked }));
+      events.push(emailEventRow(email, at, 'email.failed', { reason }));
     } else {
       // Some recipients get it: the timeline says which ones will not, and why (as a delivery failure does).
       for (const address of blocked) timeline.push(timelineRow(email, at, 'failed', { recipient: address, reason: 'on the suppression list' }));
@@ -479,6 +514,13 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     insertRows(trx, 'email_events', timeline),
   ]);
   return results as Array<SendResult | AppError>;
+}
+
+/** Why an email with unsubscribe links is not sent to its contact, or null when it is. */
+function optOutReason(a: SendAudience): string | null {
+  if (a.contact!.unsubscribed) return 'the contact unsubscribed from all mail';
+  if (a.topic && !a.subscribed) return `the contact is not subscribed to topic '${a.topic.name}' (${a.topic.id})`;
+  return null;
 }
 
 // ---- reads ----

@@ -1,6 +1,7 @@
 // The sending area: the one send path (API, batch, SMTP submission, system mail; later broadcasts, workflows,
-// MCP), delivery jobs, previews and spam score, test mode, quotas and the suppression check.
-// Imports the platform area only.
+// MCP), delivery jobs, previews and spam score, test mode, quotas and the suppression check, the unsubscribe
+// links in mail (issued on the send path, followed through the public pages and the MX).
+// Imports the platform and audience areas (the suppression list is the audience's).
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { createDeliveryHandler, type LocalDelivery } from './delivery.js';
 export { previewEmail, spamPreview } from './email-preview.js';
@@ -16,5 +17,5 @@ export {
   getHold, getUsage, isSendQuotaRefusal, markEstablished, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause
 } from './quotas.js';
 export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
-export { addSuppression, suppressedAmong } from './suppressions.js';
 export { sendSystemEmail } from './system-mail.js';
+export { type LinkAnswer, linkPreferences, savePreferencesThroughLink, unsubscribeByMessage, unsubscribeThroughLink } from './unsubscribe-links.js';

@@ -150,6 +150,8 @@ export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: 
     attachments: listedAttachments(parsed.attachments),
     fromDomain,
     scheduledAt: null,
+    // A finished message keeps the headers its client wrote: the box adds no unsubscribe links to it.
+    links: null,
     domainId: domain.id,
   };
   const item: CheckedSend = {

@@ -122,8 +122,22 @@ export const SendEmail = z
     variables: z
       .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { error: 'must be a string, number or boolean' }).transform(String), { error: 'must be an object of variable values' })
       .optional(),
+    unsubscribe: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('true: carry List-Unsubscribe (an https link and a mailto) and List-Unsubscribe-Post (RFC 8058 one-click); the one recipient must be a contact, whom the links unsubscribe from everything'),
+    topic_id: z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .optional()
+      .describe('sent for this subscription topic: carries the unsubscribe links (leaving the topic); skipped (failed, email.suppressed) when the contact is not subscribed to it'),
   })
   .refine((v) => v.to.length > 0, { path: ['to'], message: 'must contain at least one address' })
+  .refine((v) => !(v.unsubscribe === false && v.topic_id !== undefined), { path: ['unsubscribe'], message: 'cannot be false with topic_id: an email sent for a topic always carries its unsubscribe links' })
+  .refine((v) => !((v.unsubscribe === true || v.topic_id !== undefined) && Object.keys(v.headers ?? {}).some((h) => /^list-unsubscribe(-post)?$/i.test(h))), {
+    path: ['headers'],
+    message: 'must not set List-Unsubscribe or List-Unsubscribe-Post when unsubscribe or topic_id is given: the service writes them',
+  })
   // An empty or blank body is no body: as on the wire, where a blank text beside html counts as none.
   .refine((v) => notBlank(v.html) || notBlank(v.text) || v.template_id !== undefined, {
     message: 'Request body must include html, text or template_id',
