@@ -124,7 +124,7 @@ t.test('CSV import: reasons, default, quotes, BOM, CRLF, bad rows by line, skipp
   for (const [body, error] of [
     [{ csv: 'reason\nmanual\n' }, 'csv: the header row must have an email column'],
     [{ csv: 'email,reason,email\na@x.test,manual,b\n' }, "csv: the header names 'email' twice"],
-    [{ csv: 'email,reason\n"a@x.test,manual\n' }, 'csv: the parsing is finished with an opening quote at line 2'],
+    [{ csv: 'email,reason\n"a@x.test,manual\n' }, 'csv: a quoted field opened on line 2 is never closed'],
     [{ csv: '' }, 'csv: must not be empty'],
     [{ csv: 'email', reason: 'later' }, 'reason: must be one of bounce, complaint, manual'],
   ] as Array<[Record<string, unknown>, string]>) {

@@ -2,7 +2,6 @@
 // transaction: the good rows are created or updated, the bad ones reported by line and left out; anything that
 // fails the whole file (no email column, over 10,000 rows, a quote never closed, an unknown segment) changes
 // nothing. The export streams the team's contacts in pages, so its size never sits in memory.
-import { parse } from 'csv-parse/sync';
 import type { AppContext } from '../../context.js';
 import { insertRows, updateFromValues } from '../../db/batcher.js';
 import { queryRows, readsOf } from '../../db/index.js';
@@ -12,6 +11,7 @@ import { badRequest, unprocessable } from '../../core/errors.js';
 import { newPublicId } from '../../core/ids.js';
 import { eventRow, recordEvents, type EventRow } from '../../events/recorder.js';
 import { contactEventData, searchText, toContact, MAX_NAME, type ContactRow } from './contacts.js';
+import { readCsvLines } from './csv.js';
 import { findSegment } from './membership.js';
 import { parseBooleanText, propertyTypes, propertyValueFromText, type Properties, type PropertyType } from './properties.js';
 
@@ -44,53 +44,6 @@ export interface ImportResult {
   failed: number;
   /** Header columns that name neither a contact field nor a defined property: their cells were not read. */
   ignored_columns: string[];
-}
-
-interface CsvRecord {
-  record: string[];
-  /** Bytes of the text read when the record ended (its line break included; a BOM counts). */
-  info: { bytes: number };
-}
-
-/**
- * Line numbers of byte offsets in a CSV text, asked for in increasing order: a record starts where the one
- * before it ended, past any blank lines. (csv-parse's own line count counts the CR and the LF of a CRLF inside
- * a quoted field as two lines.)
- */
-class LineCounter {
-  private at = 0;
-  private line = 1;
-  constructor(private readonly bytes: Buffer) {}
-
-  /** The line of the first byte at or after `offset` that is not a line break. */
-  lineOf(offset: number): number {
-    let i = offset;
-    while (i < this.bytes.length && (this.bytes[i] === 0x0a || this.bytes[i] === 0x0d)) i++;
-    for (; this.at < i; this.at++) {
-      const c = this.bytes[this.at];
-      if (c === 0x0a || (c === 0x0d && this.bytes[this.at + 1] !== 0x0a)) this.line++;
-    }
-    return this.line;
-  }
-}
-
-/** Each record with the line it starts on. */
-function parseCsv(csv: string): Array<{ cells: string[]; line: number }> {
-  const lines = new LineCounter(Buffer.from(csv, 'utf8'));
-  let records: CsvRecord[];
-  try {
-    records = parse(csv, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as CsvRecord[];
-  } catch (err) {
-    const e = err as { code?: string; message?: string; bytes?: number };
-    if (e.code === 'CSV_QUOTE_NOT_CLOSED') throw badRequest(`csv: a quoted field opened on line ${lines.lineOf(e.bytes ?? 0)} is never closed`);
-    throw badRequest(`csv: ${e.message?.replace(/^[A-Za-z ]+: /, '') ?? 'cannot be read'}`);
-  }
-  let start = 0;
-  return records.map((r) => {
-    const line = lines.lineOf(start);
-    start = r.info.bytes;
-    return { cells: r.record, line };
-  });
 }
 
 /** How each header column is read. */
@@ -165,7 +118,7 @@ const emailCell = (columns: Column[], cells: string[]) => {
 };
 
 export async function importContacts(ctx: AppContext, teamId: string, input: { csv: string; segmentId?: string | undefined }): Promise<ImportResult> {
-  const records = parseCsv(input.csv);
+  const records = readCsvLines(input.csv);
   if (records.length === 0) throw badRequest('csv: must have a header row');
   const rowCount = records.length - 1;
   if (rowCount > MAX_IMPORT_ROWS) throw badRequest(`csv: at most ${MAX_IMPORT_ROWS.toLocaleString('en')} contacts per import (found ${rowCount.toLocaleString('en')} rows)`);

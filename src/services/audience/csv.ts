@@ -1,4 +1,4 @@
-// CSV for the audience's imports and exports (suppressions; contacts keep their own in contacts-csv.ts). In:
+// CSV for the audience's imports and exports (contacts and suppressions). In:
 // csv-parse does the quoting, embedded commas and line breaks, a BOM and any line ending; each record keeps
 // the line it starts on, so that a bad row is reported where the person sees it in their editor. Out: RFC 4180
 // lines, a cell quoted when it holds a quote, a comma or a line break.
@@ -20,29 +20,33 @@ interface Parsed {
 
 /** Every record of `text` (empty lines skipped), or 400 `csv: …` for text that is not CSV (a quote never closed). */
 export function readCsvLines(text: string): CsvLine[] {
-  let records: Parsed[];
-  try {
-    records = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as Parsed[];
-  } catch (err) {
-    throw badRequest(`csv: ${(err as { message?: string }).message?.replace(/^[A-Za-z ]+: /, '') ?? 'cannot be read'}`);
-  }
   // Lines counted here from the records' byte offsets: csv-parse's own count takes a CRLF inside a quoted cell
   // for two lines. A CRLF, a lone CR and a LF each end one line.
   const bytes = Buffer.from(text, 'utf8');
   let at = 0;
   let line = 1;
-  const advance = (to: number) => {
-    for (; at < to; at++) {
+  /** The line of the first byte at or after `offset` that does not end a line (offsets asked in increasing order). */
+  const lineAt = (offset: number): number => {
+    let start = Math.max(offset, at);
+    while (bytes[start] === 0x0a || bytes[start] === 0x0d) start++; // skipped empty lines
+    for (; at < start; at++) {
       const c = bytes[at];
       if (c === 0x0a || (c === 0x0d && bytes[at + 1] !== 0x0a)) line++;
     }
+    return line;
   };
+  let records: Parsed[];
+  try {
+    records = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as Parsed[];
+  } catch (err) {
+    const e = err as { code?: string; message?: string; bytes?: number };
+    if (e.code === 'CSV_QUOTE_NOT_CLOSED') throw badRequest(`csv: a quoted field opened on line ${lineAt(e.bytes ?? 0)} is never closed`);
+    throw badRequest(`csv: ${e.message?.replace(/^[A-Za-z ]+: /, '') ?? 'cannot be read'}`);
+  }
+  let end = 0;
   return records.map((r) => {
-    let start = at;
-    while (bytes[start] === 0x0a || bytes[start] === 0x0d) start++; // skipped empty lines
-    advance(start);
-    const here = line;
-    advance(r.info.bytes);
+    const here = lineAt(end);
+    end = r.info.bytes;
     return { cells: r.record, line: here };
   });
 }
