@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './core/ids.js';
+import { parseCidr } from './core/trusted-networks.js';
 
 export const PLANS = ['free', 'starter', 'pro', 'scale', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
@@ -73,6 +74,13 @@ export interface Config {
   rateLimits: boolean;
   /** A message failing DMARC whose domain publishes p=reject: refused at the MX (550 5.7.1), or kept and filed as junk. */
   inboundDmarcReject: 'refuse' | 'junk';
+  /** Client networks the box trusts (CIDR blocks; loopback by default): the MX greets them without its pause. */
+  trustedNetworks: string[];
+  /**
+   * How long the MX waits before it greets a client that is neither on the trusted networks nor passed the pause
+   * recently; a client that talks meanwhile is refused (421). 0 greets every client at once. Never on submission.
+   */
+  mxGreetPauseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -222,6 +230,24 @@ const FIELDS = [
     z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be on or off' })),
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
+  field(
+    'trustedNetworks',
+    'MAIL_TRUSTED_NETWORKS',
+    z.preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      z.array(z.string(), { error: 'must be comma-separated CIDR blocks (address/prefix)' }).superRefine((list, zctx) => {
+        for (const item of list) {
+          try {
+            parseCidr(item);
+          } catch (err) {
+            zctx.addIssue({ code: 'custom', message: `must be comma-separated CIDR blocks (address/prefix): ${(err as Error).message}` });
+            return;
+          }
+        }
+      }),
+    ) as z.ZodType<string[]>,
+  ),
+  field('mxGreetPauseMs', 'MAIL_MX_GREET_PAUSE_MS', decimal('must be 0..30000').pipe(z.number().min(0, 'must be 0..30000').max(30000, 'must be 0..30000'))),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */
