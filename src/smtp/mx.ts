@@ -9,6 +9,8 @@
 //             codecs in ./reports/); services/inbound.ts authenticates and stores; 250 only after it
 //             committed; DMARC reject 550 5.7.1 (451 4.7.0 when a DNS look-up of the check went unanswered);
 //             anything unexpected 451 4.3.0 (the sender retries).
+//   greeting after MAIL_MX_GREET_PAUSE_MS (a client that talks first is refused 421), at once for clients on
+//             MAIL_TRUSTED_NETWORKS and for those that waited it out in the last day (./greet-pause.ts)
 // STARTTLS with the box's certificate; no AUTH on the MX. Nothing a client sends can throw out of a hook.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -17,6 +19,8 @@ import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
+import { NetworkList } from '../core/trusted-networks.js';
+import { controlGreeting, mxGreetPolicy, PassedClients } from './greet-pause.js';
 import { guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import { routeRecipient, type RecipientRoute } from '../services/inbound-routing.js';
 import type { InboundReceiver, Notices } from '../services/inbound.js';
@@ -201,6 +205,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     },
   });
   const gauge = guardListener(server, { log, listener: 'mx', capacity: limits.maxConnections, idleTimeoutMs: limits.idleTimeoutMs, stressIdleTimeoutMs: limits.stressIdleTimeoutMs, maxMessageBytes: limits.maxMessageBytes });
+  controlGreeting(server, mxGreetPolicy(ctx.config.mxGreetPauseMs, new NetworkList(ctx.config.trustedNetworks), new PassedClients(ctx.clock)), log);
   // smtp-server's maxClients caps the total; this cap is per client address (an IPv6 /64), from the TCP accept.
   const { code, text } = MX_REPLIES.tooManyConnections;
   capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`), gauge);
