@@ -172,6 +172,8 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     socketTimeout: limits.idleTimeoutMs,
     closeTimeout: limits.closeTimeoutMs,
     disableReverseLookup: true,
+    // TCP_NODELAY from the accept (smtp-server sets it too, once the session starts): a reply is one write.
+    noDelay: true,
     logger: false,
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= limits.maxRecipients) return callback(smtpError(MX_REPLIES.tooManyRecipients));

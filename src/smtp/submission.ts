@@ -167,6 +167,8 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     socketTimeout: limits.socketTimeoutMs,
     closeTimeout: SUBMISSION_CLOSE_TIMEOUT_MS,
     disableReverseLookup: true,
+    // TCP_NODELAY from the accept (smtp-server sets it too, once the session starts): a reply is one write.
+    noDelay: true,
     logger: false,
 
     onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, callback) {
