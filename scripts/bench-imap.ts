@@ -15,7 +15,7 @@
 // cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
 // server process's RSS before, at peak and after the run (sampled every 100 ms).
 import { fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +23,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { mailboxMessage, percentile as pct, rssKinds } from './bench-helpers.js';
 
 /** A full garbage collection (for heap figures that show retained memory, not garbage not yet collected). */
 function collectGarbage(): void {
@@ -156,10 +157,6 @@ class Client {
   }
 }
 
-function pct(sorted: number[], p: number): number {
-  if (!sorted.length) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function clientMain(o: Options & { port: number }): Promise<void> {
   const send = (m: unknown) => process.send!(m);
@@ -253,31 +250,7 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------- server
 
-function sample(i: number, n: number): Buffer {
-  const id = `<bench.${i}@remote.test>`;
-  const head = [`From: "Sender ${i % 97}" <sender${i % 97}@remote.test>`, `To: ${USER}`, `Cc: team${i % 7}@remote.test`, `Subject: Benchmark message ${i} of ${n}`, `Date: ${new Date(Date.UTC(2026, 0, 1) + i * 60_000).toUTCString()}`, `Message-ID: ${id}`, 'MIME-Version: 1.0'];
-  const text = (bytes: number) => ('Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(Math.ceil(bytes / 57)).slice(0, bytes).match(/.{1,76}/g) ?? []).join('\r\n');
-  const kind = i % 20;
-  if (kind < 13) return Buffer.from([...head, 'Content-Type: text/plain; charset=utf-8', '', text(500 + ((i * 37) % 3500)), ''].join('\r\n'));
-  if (kind < 19)
-    return Buffer.from(
-      [...head, 'Content-Type: multipart/alternative; boundary="alt"', '', '--alt', 'Content-Type: text/plain; charset=utf-8', '', text(2000 + ((i * 13) % 6000)), '--alt', 'Content-Type: text/html; charset=utf-8', '', `<p>${text(4000 + ((i * 7) % 8000))}</p>`, '--alt--', ''].join('\r\n'),
-    );
-  const attachment = Buffer.alloc(20_000 + ((i * 101) % 60_000), i % 251).toString('base64').match(/.{1,76}/g)!.join('\r\n');
-  return Buffer.from(
-    [...head, 'Content-Type: multipart/mixed; boundary="mix"', '', '--mix', 'Content-Type: text/plain; charset=utf-8', '', text(1500), '--mix', 'Content-Type: application/pdf; name="report.pdf"', 'Content-Disposition: attachment; filename="report.pdf"', 'Content-Transfer-Encoding: base64', '', attachment, '--mix--', ''].join('\r\n'),
-  );
-}
 
-/** Anonymous (heap, malloc arenas), file-backed (mapped code, sqlite's shared memory) and shared RSS, from /proc (Linux). */
-function rssKinds(): string {
-  try {
-    const status = readFileSync('/proc/self/status', 'utf8');
-    return ['RssAnon', 'RssFile', 'RssShmem'].map((k) => `${k} ${(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024).toFixed(0)} MB`).join(', ');
-  } catch {
-    return 'n/a';
-  }
-}
 
 async function serverMain(o: Options): Promise<void> {
   const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
@@ -296,7 +269,7 @@ async function serverMain(o: Options): Promise<void> {
   for (let i = 0; i < o.n; i += 200) {
     const batch = [];
     for (let j = i; j < Math.min(o.n, i + 200); j++) {
-      const raw = sample(j + 1, o.n);
+      const raw = mailboxMessage(j + 1, o.n, USER);
       bytes += raw.length;
       batch.push(ctx.mailstore.deliver(raw, [{ mailboxId: account.id }]));
     }
@@ -353,7 +326,7 @@ async function serverMain(o: Options): Promise<void> {
         t0 = Date.now();
         runCpu = process.cpuUsage();
         delivering = setInterval(() => {
-          const p = ctx.mailstore.deliver(sample(o.n + ++extra, o.n), [{ mailboxId: account.id }]);
+          const p = ctx.mailstore.deliver(mailboxMessage(o.n + ++extra, o.n, USER), [{ mailboxId: account.id }]);
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
         }, 100);

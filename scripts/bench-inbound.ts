@@ -21,6 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inboundMessage } from './bench-helpers.js';
 
 interface Options {
   messages: number;
@@ -115,23 +116,6 @@ async function runClient(port: number, jobs: Array<{ to: string; body: string }>
   return out;
 }
 
-function messageBody(i: number, to: string, size: number): string {
-  const head = [
-    `From: News <news@${SENDER}>`,
-    `To: ${to}`,
-    `Subject: Bench message ${i}`,
-    'Date: Sun, 1 Mar 2026 10:00:00 +0000',
-    `Message-ID: <bench-${i}@${SENDER}>`,
-    'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset=utf-8',
-    '',
-    '',
-  ].join('\r\n');
-  const line = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt.\r\n';
-  let body = '';
-  while (head.length + body.length < size) body += line;
-  return head + body.slice(0, Math.max(0, size - head.length - 2));
-}
 
 async function internetMain(): Promise<void> {
   // Never outlive the appliance's process.
@@ -148,7 +132,7 @@ async function internetMain(): Promise<void> {
     for (let i = 0; i < opts.messages; i++) {
       const to = `user${i % opts.mailboxes}@${DOMAIN}`;
       const size = 2048 + ((i * 7919) % (18 * 1024 + 1));
-      perClient[i % opts.clients]!.push({ to, body: messageBody(i, to, size) });
+      perClient[i % opts.clients]!.push({ to, body: inboundMessage(i, SENDER, to, size) });
     }
     const started = performance.now();
     const results = await Promise.all(perClient.map((jobs) => runClient(mxPort, jobs)));

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './core/ids.js';
 import { LOG_LEVELS, type LogLevel } from './core/logger.js';
+import { parseCidr } from './core/trusted-networks.js';
 
 export const PLANS = ['free', 'starter', 'pro', 'scale', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
@@ -78,6 +79,13 @@ export interface Config {
    * null: `https://<MAIL_HOSTNAME>` (a TLS proxy in front of the API port). No trailing slash.
    */
   publicUrl: string | null;
+  /** Client networks the box trusts (CIDR blocks; loopback by default): the MX greets them without its pause. */
+  trustedNetworks: string[];
+  /**
+   * How long the MX waits before it greets a client that is neither on the trusted networks nor passed the pause
+   * recently; a client that talks meanwhile is refused (421). 0 greets every client at once. Never on submission.
+   */
+  mxGreetPauseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -241,6 +249,24 @@ const FIELDS = [
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
   field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
+  field(
+    'trustedNetworks',
+    'MAIL_TRUSTED_NETWORKS',
+    z.preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      z.array(z.string(), { error: 'must be comma-separated CIDR blocks (address/prefix)' }).superRefine((list, zctx) => {
+        for (const item of list) {
+          try {
+            parseCidr(item);
+          } catch (err) {
+            zctx.addIssue({ code: 'custom', message: `must be comma-separated CIDR blocks (address/prefix): ${(err as Error).message}` });
+            return;
+          }
+        }
+      }),
+    ) as z.ZodType<string[]>,
+  ),
+  field('mxGreetPauseMs', 'MAIL_MX_GREET_PAUSE_MS', decimal('must be 0..30000').pipe(z.number().min(0, 'must be 0..30000').max(30000, 'must be 0..30000'))),
 ] as const;
 
 /** The environment variable of each setting, for messages and documentation. */

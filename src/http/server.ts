@@ -26,7 +26,8 @@ function refusal(why: 'total' | 'per-client'): string {
 }
 
 export async function listen(koa: Koa, bind: string, port: number, caps: ConnectionCapLimits = API_CONNECTION_CAPS): Promise<RunningServer> {
-  const server = http.createServer(koa.callback());
+  // TCP_NODELAY (Node's default for HTTP servers since 18, stated here): a response's head and body may be two writes.
+  const server = http.createServer({ noDelay: true }, koa.callback());
   capConnections(server, new ConnectionCaps(caps), (socket, why) => refuseWith(refusal(why))(socket));
   server.requestTimeout = 120_000;
   server.headersTimeout = 30_000;

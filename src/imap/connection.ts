@@ -3,6 +3,10 @@
 // TLS socket and drops anything the client pipelined before the handshake. An APPEND's literal is admitted
 // before it is read (RFC 3501 §7.5): once the commands before it have run, its quota is checked and its
 // bytes are reserved in the listener's memory budget, given back when the command is done.
+// A command's output (untagged responses, then its tagged line) is gathered and written once (or in pieces of
+// RESPONSE_WRITE_BYTES for a large FETCH), and a continuation request carries what was gathered before it: a client
+// with Nagle's algorithm and delayed ACKs (imaplib's defaults) otherwise waits ~40 ms for the second write of each
+// response. The accepted socket has TCP_NODELAY (server.ts), which the TLS socket of STARTTLS keeps (same TCP socket).
 import net from 'node:net';
 import tls from 'node:tls';
 import { capabilities } from './capabilities.js';
@@ -10,7 +14,7 @@ import { beforeAppendLiteral } from './commands/append.js';
 import { COMMANDS } from './commands/index.js';
 import { bad, no, type Result } from './commands/types.js';
 import { CommandError, parseCommand, type Command } from './protocol/commands.js';
-import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS } from './protocol/limits.js';
+import { MAX_APPEND_LITERAL_BYTES, MAX_BAD_COMMANDS, MAX_QUEUED_COMMANDS, RESPONSE_WRITE_BYTES } from './protocol/limits.js';
 import { CommandReader, isAppend, type Admission, type LiteralAnnouncement, type RawCommand } from './protocol/reader.js';
 import { Session, type ClientChannel, type SessionDeps } from './session.js';
 import type { ByteBudget } from '../core/listener-limits.js';
@@ -43,6 +47,10 @@ export class ImapConnection implements ClientChannel {
   private settledWaiters: Array<() => void> = [];
   readonly session: Session;
   private readonly onData = (chunk: Buffer) => this.reader.push(chunk);
+  /** While a command runs (and waits for no continuation line), its output is gathered here (`write`). */
+  private gathering = false;
+  private gathered: Array<string | Buffer> = [];
+  private gatheredBytes = 0;
   /** Resolves when the connection is closed. */
   readonly done: Promise<void>;
   private resolveDone!: () => void;
@@ -61,7 +69,7 @@ export class ImapConnection implements ClientChannel {
     this.session.onRevoked = () => void this.bye('Mailbox deleted');
     this.reader = new CommandReader({
       command: (cmd) => this.enqueue(cmd),
-      continueLiteral: () => void this.write('+ Ready for literal data\r\n'),
+      continueLiteral: () => void this.writeNow('+ Ready for literal data\r\n'),
       reject: (tag, reason) => {
         void this.write(`${tag} BAD ${reason}\r\n`);
         this.countBad();
@@ -189,7 +197,7 @@ export class ImapConnection implements ClientChannel {
   async bye(reason: string): Promise<void> {
     if (this.closed) return;
     // A client that does not read would keep the BYE (and the close after it) waiting for a drain forever.
-    await Promise.race([this.write(`* BYE ${reason}\r\n`), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    await Promise.race([this.writeNow(`* BYE ${reason}\r\n`), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     this.socket.end();
     this.socket.destroySoon?.();
     setTimeout(() => this.socket.destroy(), 2000).unref();
@@ -199,23 +207,48 @@ export class ImapConnection implements ClientChannel {
     if (++this.badCount >= MAX_BAD_COMMANDS) void this.bye('Too many invalid commands');
   }
 
+  /**
+   * Writes protocol text or bytes: while a command runs, gathered (written with its tagged line, or once
+   * RESPONSE_WRITE_BYTES are gathered: then the promise waits for the socket to drain); else at once.
+   */
   write(data: string | Buffer): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return writeDrained(this.socket, data);
+    if (!this.gathering) return this.writeNow(data);
+    this.gathered.push(data);
+    this.gatheredBytes += data.length;
+    return this.gatheredBytes < RESPONSE_WRITE_BYTES ? Promise.resolve() : this.writeNow();
   }
 
-  continuation(text: string): Promise<string | null> {
-    void this.write(`+ ${text}\r\n`);
-    if (this.closed) return Promise.resolve(null);
-    const next = this.queue.shift();
-    if (next) {
-      this.releaseCommand(next);
-      return Promise.resolve(firstLine(next));
+  /** Writes what was gathered and `data` after it, in one write. */
+  private writeNow(data?: string | Buffer): Promise<void> {
+    if (data !== undefined) this.gathered.push(data);
+    const parts = this.gathered;
+    if (this.closed || parts.length === 0) return Promise.resolve();
+    this.gathered = [];
+    this.gatheredBytes = 0;
+    const whole = parts.length === 1 ? parts[0]! : parts.every((p) => typeof p === 'string') ? parts.join('') : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+    return writeDrained(this.socket, whole);
+  }
+
+  /** Sends `+ text` (with the output gathered before it) and waits for the client's line; meanwhile nothing is gathered (IDLE's pushes go out as they come). */
+  async continuation(text: string): Promise<string | null> {
+    const gathering = this.gathering;
+    this.gathering = false;
+    void this.writeNow(`+ ${text}\r\n`);
+    try {
+      if (this.closed) return null;
+      const next = this.queue.shift();
+      if (next) {
+        this.releaseCommand(next);
+        return firstLine(next);
+      }
+      return await new Promise<string | null>((resolve) => {
+        this.pendingContinuation = resolve;
+        this.wakeSettled();
+      });
+    } finally {
+      this.gathering = gathering;
     }
-    return new Promise((resolve) => {
-      this.pendingContinuation = resolve;
-      this.wakeSettled();
-    });
   }
 
   private enqueue(cmd: RawCommand): void {
@@ -244,6 +277,7 @@ export class ImapConnection implements ClientChannel {
           this.paused = false;
           this.updatePause();
         }
+        this.gathering = true;
         try {
           await this.execute(raw);
         } catch (err) {
@@ -251,8 +285,11 @@ export class ImapConnection implements ClientChannel {
           this.deps.log.error({ err }, 'imap connection failed');
           await this.bye('Internal error');
         } finally {
+          this.gathering = false;
           this.releaseCommand(raw);
         }
+        // What a command answered without its own tagged line (refused, unparsable) was gathered: out with it.
+        await this.writeNow();
       }
     } finally {
       this.running = false;
@@ -299,7 +336,8 @@ export class ImapConnection implements ClientChannel {
     if (result.status === 'BAD') this.countBad();
     else this.badCount = 0;
     const code = result.code ? `[${result.code}] ` : '';
-    await this.write(`${tag} ${result.status} ${code}${result.text}\r\n`);
+    this.gathering = false;
+    await this.writeNow(`${tag} ${result.status} ${code}${result.text}\r\n`);
     if (result.effect === 'starttls') this.upgrade();
     else if (result.effect === 'logout') {
       this.socket.end();

@@ -72,11 +72,13 @@ export class ImapServer {
     const handshakeTimeout = this.opts.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS;
     let server: net.Server;
     if (implicitTls) {
-      const secure = tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout }, (s) => this.accept(s, true));
+      const secure = tls.createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout, noDelay: true }, (s) => this.accept(s, true));
       endFailedHandshakes(secure, (err) => this.opts.log.debug({ err }, 'imaps handshake failed'));
       server = secure;
     } else {
-      server = net.createServer((s) => this.accept(s, false));
+      // TCP_NODELAY on every accepted socket (kept by the TLS socket of STARTTLS): a response is one write, and it
+      // should not wait for the client's ACK of the previous one.
+      server = net.createServer({ noDelay: true }, (s) => this.accept(s, false));
     }
     server.on('error', (err) => this.opts.log.error({ err }, 'imap listener error'));
     capConnections(server, this.caps, (socket, why) => (implicitTls ? refuseSilently(socket) : refuseWith(TOO_MANY[why])(socket)));

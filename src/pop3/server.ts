@@ -189,9 +189,11 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   const context = tls.createSecureContext({ key: opts.tls.key, cert: opts.tls.cert });
   const connections = new Set<Connection>();
   const full = { ...opts, locks, context };
-  const plain = net.createServer((socket) => void new Connection(socket, false, full, connections));
+  // TCP_NODELAY on every accepted socket (kept by the TLS socket of STLS): an answer is one write, and it should
+  // not wait for the client's ACK of the previous one.
+  const plain = net.createServer({ noDelay: true }, (socket) => void new Connection(socket, false, full, connections));
   const handshakeTimeout = opts.handshakeTimeoutMs ?? POP3_LIMITS.tlsHandshakeTimeoutMs;
-  const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, handshakeTimeout }, (socket) => void new Connection(socket, true, full, connections));
+  const implicit = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, handshakeTimeout, noDelay: true }, (socket) => void new Connection(socket, true, full, connections));
   // A failed handshake on the implicit-TLS port: the socket is dropped, the listener carries on.
   endFailedHandshakes(implicit, (err) => opts.log.debug({ err }, 'pop3s: TLS handshake failed'));
   // Counted from the TCP accept, both listeners together, before any handshake.

@@ -9,6 +9,8 @@
 //             codecs in ./reports/); services/inbound/receiver.ts authenticates and stores; 250 only after it
 //             committed; DMARC reject 550 5.7.1 (451 4.7.0 when a DNS look-up of the check went unanswered);
 //             anything unexpected 451 4.3.0 (the sender retries).
+//   greeting after MAIL_MX_GREET_PAUSE_MS (a client that talks first is refused 421), at once for clients on
+//             MAIL_TRUSTED_NETWORKS and for those that waited it out in the last day (./greet-pause.ts)
 // STARTTLS with the box's certificate; no AUTH on the MX. Nothing a client sends can throw out of a hook.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -17,6 +19,8 @@ import type { TlsMaterial } from '../core/key-material.js';
 import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
+import { NetworkList } from '../core/trusted-networks.js';
+import { controlGreeting, mxGreetPolicy, PassedClients } from './greet-pause.js';
 import { guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import { routeRecipient, type RecipientRoute, type InboundReceiver, type Notices, MailboxFullError } from '../services/inbound/index.js';
 import { isFeedbackReport, parseComplaint } from './reports/arf.js';
@@ -166,6 +170,8 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     socketTimeout: limits.idleTimeoutMs,
     closeTimeout: limits.closeTimeoutMs,
     disableReverseLookup: true,
+    // TCP_NODELAY from the accept (smtp-server sets it too, once the session starts): a reply is one write.
+    noDelay: true,
     logger: false,
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= limits.maxRecipients) return callback(smtpError(MX_REPLIES.tooManyRecipients));
@@ -199,6 +205,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     },
   });
   const gauge = guardListener(server, { log, listener: 'mx', capacity: limits.maxConnections, idleTimeoutMs: limits.idleTimeoutMs, stressIdleTimeoutMs: limits.stressIdleTimeoutMs, maxMessageBytes: limits.maxMessageBytes });
+  controlGreeting(server, mxGreetPolicy(ctx.config.mxGreetPauseMs, new NetworkList(ctx.config.trustedNetworks), new PassedClients(ctx.clock)), log);
   // smtp-server's maxClients caps the total; this cap is per client address (an IPv6 /64), from the TCP accept.
   const { code, text } = MX_REPLIES.tooManyConnections;
   capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`), gauge);

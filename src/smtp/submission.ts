@@ -10,6 +10,7 @@ import type { TlsMaterial } from '../core/key-material.js';
 import { AppError } from '../core/errors.js';
 import { normaliseAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseSilently, refuseWith } from '../core/listener-limits.js';
+import { controlGreeting, GREET_AT_ONCE } from './greet-pause.js';
 import { eachConnection, guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
 import { isSendQuotaRefusal, QUOTA_SMTP_REPLY, MAX_RECIPIENTS, authenticateSubmitter, submitMessage, type SubmissionStore, type Submitter } from '../services/sending/index.js';
@@ -164,6 +165,8 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     socketTimeout: limits.socketTimeoutMs,
     closeTimeout: SUBMISSION_CLOSE_TIMEOUT_MS,
     disableReverseLookup: true,
+    // TCP_NODELAY from the accept (smtp-server sets it too, once the session starts): a reply is one write.
+    noDelay: true,
     logger: false,
 
     onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, callback) {
@@ -231,6 +234,8 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     maxMessageBytes: limits.maxMessageBytes,
   });
   if (!secure) authOnlyOverTls(server);
+  // Authenticated users, not bots to test: greeted at once (smtp-server alone waits 100 ms).
+  controlGreeting(server, GREET_AT_ONCE, log);
   capConnections(server.server, shared.caps, secure ? refuseSilently : refuseWith('421 4.7.0 Too many connections from your address, try again later\r\n'), gauge);
   return server;
 }

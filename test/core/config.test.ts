@@ -97,6 +97,19 @@ t.test('every variable overrides its default', async (t) => {
   for (const v of ['20', '-1', 'low']) t.throws(() => load({ MAIL_RENDER_THREAD_NICE: v }), { message: /MAIL_RENDER_THREAD_NICE/ }, `MAIL_RENDER_THREAD_NICE=${v} refused`);
 });
 
+t.test('MAIL_TRUSTED_NETWORKS and MAIL_MX_GREET_PAUSE_MS', async (t) => {
+  t.same(load().trustedNetworks, ['127.0.0.0/8', '::1/128'], 'loopback only by default');
+  t.same(load({ MAIL_TRUSTED_NETWORKS: ' 10.0.0.0/8, 2001:db8::/32 ,192.0.2.7' }).trustedNetworks, ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'], 'a comma-separated list, a bare address allowed');
+  t.same(load({ MAIL_TRUSTED_NETWORKS: '' }).trustedNetworks, [], 'empty: no client is trusted');
+  for (const v of ['10.0.0.0/33', '::1/129', 'localhost', '10.0.0.0/8/1', '10.0.0.0/x', '127.0.0.1,300.1.1.1']) {
+    t.throws(() => load({ MAIL_TRUSTED_NETWORKS: v }), { message: /MAIL_TRUSTED_NETWORKS must be comma-separated CIDR/ }, `MAIL_TRUSTED_NETWORKS=${v} refused`);
+  }
+  t.equal(load().mxGreetPauseMs, 100, 'smtp-server\'s own pause by default');
+  t.equal(load({ MAIL_MX_GREET_PAUSE_MS: '0' }).mxGreetPauseMs, 0, '0: greet every client at once');
+  t.equal(load({ MAIL_MX_GREET_PAUSE_MS: '6000' }).mxGreetPauseMs, 6000, "postscreen's greet wait");
+  for (const v of ['-1', '30001', '1.5', 'soon', '']) t.throws(() => load({ MAIL_MX_GREET_PAUSE_MS: v }), { message: /MAIL_MX_GREET_PAUSE_MS must be 0\.\.30000/ }, `MAIL_MX_GREET_PAUSE_MS=${v} refused`);
+});
+
 t.test('MAIL_DNS_SERVERS parses a comma-separated host[:port] list', async (t) => {
   t.same(load({ MAIL_DNS_SERVERS: '127.0.0.1:5353, [::1]:53, 9.9.9.9' }).dnsServers, [
     { host: '127.0.0.1', port: 5353 },

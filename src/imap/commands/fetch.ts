@@ -7,7 +7,7 @@ import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
 import { envelopeFromSummary, summarize } from '../mime/structure.js';
 import type { FetchItem } from '../protocol/fetch-items.js';
-import { FETCH_BATCH } from '../protocol/limits.js';
+import { FETCH_BATCH, RESPONSE_WRITE_BYTES } from '../protocol/limits.js';
 import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
 import type { Session } from '../session.js';
@@ -70,7 +70,7 @@ class FetchOutput {
   }
 
   get full(): boolean {
-    return this.bytes >= 65536;
+    return this.bytes >= RESPONSE_WRITE_BYTES;
   }
 
   async flush(): Promise<void> {

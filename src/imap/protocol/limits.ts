@@ -40,6 +40,13 @@ export const MAX_CONNECTIONS_PER_CLIENT = 200;
 export const MAX_NESTING_DEPTH = 256;
 /** How long changes are gathered before an IDLE push (well under the one-second target). */
 export const IDLE_PUSH_DELAY_MS = 50;
+/**
+ * Output of one command gathered before it is written (about this many bytes): a command's untagged responses and
+ * its tagged line go out in one write, so that a client with Nagle's algorithm and delayed ACKs does not wait
+ * ~40 ms for the second of two writes; past this, a large FETCH is written in pieces of this size, each awaited
+ * (backpressure).
+ */
+export const RESPONSE_WRITE_BYTES = 64 * 1024;
 /** Messages handled per batch when FETCH/SEARCH stream over a large set (one store read each, ~1 MB of rows at most). */
 export const FETCH_BATCH = 1000;
 /** Parsed message summaries (ENVELOPE, BODYSTRUCTURE) kept per process, by content address. */
