@@ -144,6 +144,8 @@ function contentMjml(block: ContentBlock, vault: TagVault): string {
         href: block.href === undefined ? undefined : attributeHtml(block.href, vault),
         target: block.href === undefined ? undefined : '_blank',
         width: block.width === undefined ? undefined : `${block.width}px`,
+        // Without a width of its own, an image fills its column, on a phone too (mjml would keep its desktop width).
+        'fluid-on-mobile': block.width === undefined ? 'true' : undefined,
         align: block.align,
       })} />`;
     case 'button':
