@@ -36,6 +36,8 @@ t.test('a bad block is a 400 naming its path', async (t) => {
     ['no type', [{ text: 'x' }], 'Request body is missing required fields: builder_blocks.0.type'],
     ['a required field', [{ type: 'image', src: 'https://x.example/a.png' }], 'Request body is missing required fields: builder_blocks.0.alt'],
     ['a misspelt field', [{ type: 'text', text: 'x', colour: '#000000' }], "builder_blocks.0: unknown field 'colour'"],
+    ['a misspelt field of a column', [{ type: 'section', columns: [{ blocks: [], block: [] }] }], "builder_blocks.0.columns.0: unknown field 'block'"],
+    ['a misspelt field of a link', [{ type: 'social', links: [{ network: 'x', url: 'https://x.com/a', icon: 'x.png' }] }], "builder_blocks.0.links.0: unknown field 'icon'"],
     [
       'a button deep in a section',
       [text, text, { type: 'section', columns: [{ blocks: [text, { type: 'button', label: 'Go', url: 'http://x.example/' }] }] }],

@@ -111,12 +111,16 @@ const richText = (min: number) =>
       }
     });
 
-/** A block's own fields, refusing any other: a misspelt field is an error, not a silent default. */
-const block = <S extends z.core.$ZodLooseShape>(shape: S) =>
-  z.strictObject(
-    { id: z.string({ error: 'must be a string' }).max(100, 'must be at most 100 characters').optional(), ...shape },
-    { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field '${issue.keys.join("', '")}'` : undefined) },
-  );
+/** An object of these fields and no other: a misspelt field is an error, not a silent default. */
+const fields = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  z.strictObject(shape, {
+    error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field '${issue.keys.join("', '")}'` : undefined),
+  });
+
+/** A builder's own name for a block or column (kept, never read here). */
+const id = () => z.string({ error: 'must be a string' }).max(100, 'must be at most 100 characters').optional();
+
+const block = <S extends z.core.$ZodLooseShape>(shape: S) => fields({ id: id(), ...shape });
 
 export const textBlockSchema = block({
   type: z.literal('text'),
@@ -178,7 +182,7 @@ export const socialBlockSchema = block({
   type: z.literal('social'),
   links: z
     .array(
-      z.strictObject({
+      fields({
         network: z.enum(NETWORK_NAMES, { error: `must be one of ${NETWORK_NAMES.join(', ')}` }),
         url: link(),
         /** Default: the network's name. */
@@ -213,19 +217,16 @@ export const contentBlockSchema = z.discriminatedUnion(
   { error: typeError(CONTENT_TYPES) },
 );
 
-export const columnSchema = z.strictObject(
-  {
-    id: z.string({ error: 'must be a string' }).max(100, 'must be at most 100 characters').optional(),
-    /** Percent of the section; columns without one share what is left. On phones the columns stack. */
-    width: int(10, 100).optional(),
-    background_color: colour().optional(),
-    vertical_align: z.enum(['top', 'middle', 'bottom'], { error: 'must be top, middle or bottom' }).default('top'),
-    blocks: z
-      .array(contentBlockSchema, { error: 'must be an array' })
-      .max(BLOCK_LIMITS.blocksPerColumn, `must hold at most ${BLOCK_LIMITS.blocksPerColumn} blocks`),
-  },
-  { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field '${issue.keys.join("', '")}'` : undefined) },
-);
+export const columnSchema = fields({
+  id: id(),
+  /** Percent of the section; columns without one share what is left. On phones the columns stack. */
+  width: int(10, 100).optional(),
+  background_color: colour().optional(),
+  vertical_align: z.enum(['top', 'middle', 'bottom'], { error: 'must be top, middle or bottom' }).default('top'),
+  blocks: z
+    .array(contentBlockSchema, { error: 'must be an array' })
+    .max(BLOCK_LIMITS.blocksPerColumn, `must hold at most ${BLOCK_LIMITS.blocksPerColumn} blocks`),
+});
 
 export const sectionBlockSchema = block({
   type: z.literal('section'),
