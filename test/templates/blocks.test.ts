@@ -5,7 +5,8 @@ import { DomUtils, parseDocument } from 'htmlparser2';
 import type { Document, Element } from 'domhandler';
 import { AppError } from '../../src/core/errors.js';
 import { compileBlocks, parseBlocks, type BlockInput } from '../../src/services/templates/blocks.js';
-import { contrast, isHttpsUrl, isLinkUrl } from '../../src/services/templates/block-schema.js';
+import { isHttpsUrl, isLinkUrl } from '../../src/services/templates/block-schema.js';
+import { contrast } from '../../src/services/templates/theme.js';
 import { parseInline, type Paragraph } from '../../src/services/templates/inline-markup.js';
 import { PRESETS } from '../../src/services/templates/presets.js';
 
@@ -86,6 +87,16 @@ t.test('a bad block is a 400 naming its path', async (t) => {
       [{ type: 'section', background_color: '#1e3a8a', columns: [{ blocks: [{ type: 'text', text: 'x', color: '#111111' }] }] }],
       'builder_blocks.0.columns.0.blocks.0.color: contrast with the background (#1e3a8a) is 1.8:1, at least 3:1 is needed',
     ],
+    [
+      'the default text colour on a dark section',
+      [{ type: 'section', background_color: '#1e3a8a', columns: [{ blocks: [{ type: 'text', text: 'x' }] }] }],
+      'builder_blocks.0.columns.0.blocks.0.color: the default color (#1f2937): its contrast with the background (#1e3a8a) is 1.4:1, at least 3:1 is needed',
+    ],
+    [
+      "a footer's grey on a column's colour",
+      [{ type: 'section', columns: [{ background_color: '#374151', blocks: [{ type: 'footer' }] }] }],
+      'builder_blocks.0.columns.0.blocks.0.color: the default color (#6b7280): its contrast with the background (#374151) is 2.1:1, at least 3:1 is needed',
+    ],
     ['too many blocks', Array.from({ length: 101 }, () => text), 'builder_blocks: must hold at most 100 blocks'],
     [
       'too many in all',
@@ -103,6 +114,11 @@ t.test('a bad block is a 400 naming its path', async (t) => {
     { type: 'image', src: '{{ logo_url }}', alt: '' },
     { type: 'section', columns: [{ width: 70, blocks: [] }, { width: 30, blocks: [] }] },
     { type: 'section', columns: [{ width: 50, blocks: [] }, { blocks: [] }, { blocks: [] }] },
+    {
+      type: 'section',
+      background_color: '#1e3a8a',
+      columns: [{ blocks: [{ type: 'text', text: 'x', color: '#ffffff' }, { type: 'social', color: '#dbeafe', links: [{ network: 'x', url: 'https://x.com/a' }] }, { type: 'footer', color: '#dbeafe' }] }],
+    },
   ];
   t.equal(errorOf(fine), 'accepted');
 });

@@ -3,19 +3,8 @@
 // mjml rewrites, and `TagVault.restore` puts the tags back, byte for byte, into the HTML mjml made.
 import { randomBytes } from 'node:crypto';
 import { parseInline, splitTags, textOf, type Inline, type Paragraph } from './inline-markup.js';
-import { SOCIAL_NETWORKS, SURFACE, type Block, type Column, type ContentBlock, type SectionBlock } from './block-schema.js';
-
-/** The colours of the page, in a light and a dark scheme; a block's own colours override the light ones. */
-export const THEME = {
-  font: "-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif",
-  page: '#f4f4f5',
-  surface: SURFACE,
-  text: '#1f2937',
-  muted: '#6b7280',
-  link: '#2563eb',
-  rule: '#e5e7eb',
-  dark: { page: '#111827', surface: '#1f2937', text: '#e5e7eb', muted: '#9ca3af', link: '#93c5fd', rule: '#374151' },
-} as const;
+import { THEME } from './theme.js';
+import { SOCIAL_NETWORKS, type Block, type Column, type ContentBlock, type SectionBlock } from './block-schema.js';
 
 /** The container's width on a wide screen; narrower screens get all of theirs. */
 export const CONTAINER_PX = 600;
@@ -167,25 +156,26 @@ function contentMjml(block: ContentBlock, vault: TagVault): string {
     case 'social': {
       const links = block.links.map(
         (l) =>
-          `<a href="${attributeHtml(l.url, vault)}" style="color:${THEME.link};text-decoration:none;font-weight:600;" target="_blank">${textHtml(l.label ?? SOCIAL_NETWORKS[l.network], vault)}</a>`,
+          `<a href="${attributeHtml(l.url, vault)}" style="color:${block.color ?? THEME.link};text-decoration:none;font-weight:600;" target="_blank">${textHtml(l.label ?? SOCIAL_NETWORKS[l.network], vault)}</a>`,
       );
       // Plain links, no icons: an icon is an image from someone's server, blocked by default in many clients.
       return `<mj-text${attrs({ align: block.align, 'font-size': '14px', 'css-class': 'eb-text' })}>${links.join(' &middot; ')}</mj-text>`;
     }
     case 'footer': {
       const paragraphs = block.text === undefined ? [] : parseInline(block.text);
+      const colour = block.color ?? THEME.muted;
       const unsubscribe = block.unsubscribe
-        ? `<p style="margin:${paragraphs.length ? '12px' : '0'} 0 0 0;"><a href="${vault.keep('{{ unsubscribe_url }}', true)}" style="color:${THEME.muted};text-decoration:underline;" target="_blank">${textHtml(block.unsubscribe_text, vault)}</a></p>`
+        ? `<p style="margin:${paragraphs.length ? '12px' : '0'} 0 0 0;"><a href="${vault.keep('{{ unsubscribe_url }}', true)}" style="color:${colour};text-decoration:underline;" target="_blank">${textHtml(block.unsubscribe_text, vault)}</a></p>`
         : '';
       return `<mj-text${attrs({
         align: block.align,
-        color: THEME.muted,
+        color: colour,
         'font-size': '13px',
         'line-height': '1.5',
         'css-class': 'eb-muted',
         'padding-top': '16px',
         'padding-bottom': '16px',
-      })}>${paragraphsHtml(paragraphs, 'paragraph', vault, THEME.muted)}${unsubscribe}</mj-text>`;
+      })}>${paragraphsHtml(paragraphs, 'paragraph', vault, colour)}${unsubscribe}</mj-text>`;
     }
   }
 }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { badRequest } from '../../core/errors.js';
 import { describeIssues } from '../../core/validation.js';
 import { linksOf, parseInline, splitTags } from './inline-markup.js';
+import { contrast, MIN_CONTRAST, THEME } from './theme.js';
 
 export const BLOCK_LIMITS = {
   /** Blocks at the top of the tree. */
@@ -18,9 +19,6 @@ export const BLOCK_LIMITS = {
   urlChars: 2_048,
   socialLinks: 12,
 } as const;
-
-/** The least contrast (WCAG ratio) between a text colour and the colour behind it: WCAG's figure for large text. */
-export const MIN_CONTRAST = 3;
 
 // URLs. A merge tag may stand for the whole URL ({{ reset_url }}) or a part of it
 // (https://example.com/orders/{{ order_id }}); the rest is checked with the tags stood in for by a word.
@@ -193,6 +191,8 @@ export const socialBlockSchema = block({
     .min(1, 'must hold at least one link')
     .max(BLOCK_LIMITS.socialLinks, `must hold at most ${BLOCK_LIMITS.socialLinks} links`),
   align: align().default('center'),
+  /** The links' colour. */
+  color: colour().optional(),
 });
 
 export const footerBlockSchema = block({
@@ -203,6 +203,8 @@ export const footerBlockSchema = block({
   unsubscribe: z.boolean({ error: 'must be true or false' }).default(true),
   unsubscribe_text: line(1, 100).default('Unsubscribe'),
   align: align().default('center'),
+  /** The text's and links' colour (default: muted grey). */
+  color: colour().optional(),
 });
 
 const CONTENT_TYPES = ['text', 'image', 'button', 'divider', 'spacer', 'social', 'footer'] as const;
@@ -264,34 +266,33 @@ export type Block = z.output<typeof blockSchema>;
 /** A block as a request (or a preset) writes it: defaults may be left out. */
 export type BlockInput = z.input<typeof blockSchema>;
 
-// Colour contrast (WCAG 2): relative luminance of an sRGB colour, and the ratio of two.
-function luminance(hex: string): number {
-  const channel = (i: number) => {
-    const c = parseInt(hex.slice(i, i + 2), 16) / 255;
-    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
-}
-
-export function contrast(a: string, b: string): number {
-  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
-  return (hi + 0.05) / (lo + 0.05);
-}
-
-/** The page's own colours; a section or column without a background shows `surface`. */
-export const SURFACE = '#ffffff';
-
 type Check = (path: Array<string | number>, message: string) => void;
 
+/** The colour a content block's text is drawn in, and the field that sets it. */
+function foreground(content: ContentBlock): { colour: string; field: string; given: boolean } | null {
+  switch (content.type) {
+    case 'text':
+      return { colour: content.color ?? (content.variant === 'small' ? THEME.muted : THEME.text), field: 'color', given: content.color !== undefined };
+    case 'social':
+      return { colour: content.color ?? THEME.link, field: 'color', given: content.color !== undefined };
+    case 'footer':
+      return { colour: content.color ?? THEME.muted, field: 'color', given: content.color !== undefined };
+    case 'button':
+      return { colour: content.text_color, field: 'text_color', given: true };
+    default:
+      return null;
+  }
+}
+
+/** Every text must stand out from what is behind it: a button from its own colour, the rest from the section's or column's. */
 function checkColours(content: ContentBlock, behind: string, path: Array<string | number>, report: Check) {
-  const low = (fg: string, bg: string) => contrast(fg, bg) < MIN_CONTRAST;
-  const ratio = (fg: string, bg: string) => `${contrast(fg, bg).toFixed(1)}:1`;
-  if (content.type === 'button' && low(content.text_color, content.background_color)) {
-    report([...path, 'text_color'], `contrast with background_color is ${ratio(content.text_color, content.background_color)}, at least ${MIN_CONTRAST}:1 is needed`);
-  }
-  if (content.type === 'text' && content.color !== undefined && low(content.color, behind)) {
-    report([...path, 'color'], `contrast with the background (${behind}) is ${ratio(content.color, behind)}, at least ${MIN_CONTRAST}:1 is needed`);
-  }
+  const fg = foreground(content);
+  if (!fg) return;
+  const [bg, bgName] = content.type === 'button' ? [content.background_color, 'background_color'] : [behind, `the background (${behind})`];
+  const ratio = contrast(fg.colour, bg);
+  if (ratio >= MIN_CONTRAST) return;
+  const what = fg.given ? `contrast with ${bgName}` : `the default ${fg.field} (${fg.colour}): its contrast with ${bgName}`;
+  report([...path, fg.field], `${what} is ${ratio.toFixed(1)}:1, at least ${MIN_CONTRAST}:1 is needed`);
 }
 
 export const blockListSchema = z
@@ -303,11 +304,11 @@ export const blockListSchema = z
     let total = 0;
     blocks.forEach((b, i) => {
       total += 1;
-      if (b.type !== 'section') return checkColours(b, SURFACE, [i], report);
+      if (b.type !== 'section') return checkColours(b, THEME.surface, [i], report);
       b.columns.forEach((column, c) =>
         column.blocks.forEach((content, k) => {
           total += 1;
-          checkColours(content, column.background_color ?? b.background_color ?? SURFACE, [i, 'columns', c, 'blocks', k], report);
+          checkColours(content, column.background_color ?? b.background_color ?? THEME.surface, [i, 'columns', c, 'blocks', k], report);
         }),
       );
     });
