@@ -199,3 +199,39 @@ t.test('sending by template: single, batch, previews, overrides; received and DK
   const different = await send({ template_id: tpl.id, variables: { order: 'I-2' }, idempotency_key: 'k1' });
   t.equal(different.status, 409, 'other variables under the same key conflict');
 });
+
+t.test('the visual builder and presets: blocks compiled on save, refused with their path, presets used', async (t) => {
+  const app = await startTestApp(t);
+  const presets = await app.request<{ presets: Array<{ id: string; variables: string[] }> }>('GET', '/templates/presets');
+  t.same(presets.body.presets.map((p) => p.id), ['welcome', 'password-reset', 'receipt', 'newsletter', 'announcement'], 'a fixed order');
+
+  const used = await app.request<{ template: Template & { builder_type: string; builder_blocks: unknown[] } }>('POST', '/templates/presets/password-reset/use', { body: { name: 'Reset' } });
+  t.equal(used.status, 201, used.text);
+  t.match(used.body.template, { name: 'Reset', builder_type: 'visual', version: 1, published: false });
+  t.ok(used.body.template.builder_blocks.length > 0, 'the blocks are kept');
+  t.match(used.body.template.html, /<table/, 'compiled to email-safe tables');
+  t.match(used.body.template.html, /\{\{ ?reset_url ?\}\}/, 'merge tags pass through the compiler');
+  t.ok(used.body.template.text && used.body.template.text.length > 0, 'a text part is made');
+  t.equal((await app.request<Err>('POST', '/templates/presets/nope/use', {})).status, 404);
+
+  const blocks = [{ type: 'section', columns: [{ blocks: [{ type: 'text', text: 'Hello **{{ name }}** <script>' }, { type: 'button', label: 'Open', url: 'https://example.com/{{ id }}' }] }] }];
+  const created = await create(app, { name: 'Visual', subject: 'Hi', builder_type: 'visual', builder_blocks: blocks });
+  t.match(created.html, /<strong>/);
+  t.notMatch(created.html, /<script>/, 'user text is escaped');
+  const r = await app.request<Rendered>('POST', `/templates/${created.id}/render`, { body: { variables: { name: 'Ann', id: '42' } } });
+  t.match(r.body.html, /<strong>Ann<\/strong>/);
+  t.match(r.body.html, /https:\/\/example\.com\/42/);
+
+  const bad = await app.request<Err>('POST', '/templates', { body: { name: 'Bad', subject: 's', builder_type: 'visual', builder_blocks: [{ type: 'section', columns: [{ blocks: [{ type: 'button', label: 'x', url: 'javascript:alert(1)' }] }] }] } });
+  t.equal(bad.status, 400);
+  t.match(bad.body.error, /^builder_blocks\.0\.columns\.0\.blocks\.0\.url: /, 'a bad block names its path');
+  const missing = await app.request<Err>('POST', '/templates', { body: { name: 'No blocks', subject: 's', builder_type: 'visual' } });
+  t.equal(missing.body.error, 'Request body is missing required fields: builder_blocks');
+
+  const edited = await app.request<{ template: Template }>('PATCH', `/templates/${created.id}`, { body: { builder_blocks: [{ type: 'text', text: 'Second version' }] } });
+  t.equal(edited.status, 200, edited.text);
+  t.match(edited.body.template.html, /Second version/);
+  t.equal(edited.body.template.version, 2);
+  const htmlOnly = await app.request<Err>('PATCH', `/templates/${created.id}`, { body: { html: '<p>x</p>' } });
+  t.equal(htmlOnly.status, 400, 'a visual template’s html is its blocks’');
+});

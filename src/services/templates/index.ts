@@ -1,5 +1,5 @@
 // The templates area: templates kept in versions, published or draft, with Liquid merge tags; rendered for
-// previews and for sends by template_id. Imports the platform area only; the sending area imports it.
+// previews and for sends by template_id; the visual builder (blocks compiled with mjml) and presets. Imports the platform area only; the sending area imports it.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export {
   BUILDER_TYPES,
@@ -8,6 +8,7 @@ export {
   duplicateTemplate,
   getTemplate,
   getVersion,
+  listPresets,
   listTemplates,
   listVersions,
   renderForSend,
@@ -15,6 +16,7 @@ export {
   restoreVersion,
   setPublished,
   updateTemplate,
+  useTemplatePreset,
   type RenderedForSend,
   type Template,
   type TemplateVersion,

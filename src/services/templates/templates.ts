@@ -4,11 +4,13 @@
 // again. Subject, html and text hold Liquid merge tags (merge-tags.ts), checked at every save.
 import type { AppContext } from '../../context.js';
 import { readsOf, type Queryable } from '../../db/index.js';
-import { badRequest, notFound, unprocessable } from '../../core/errors.js';
+import { badRequest, conflict, notFound, unprocessable } from '../../core/errors.js';
 import { ForgetfulCache } from '../../core/forgetful-cache.js';
 import { newPublicId } from '../../core/ids.js';
 import { toPage, type Page, type PageRequest } from '../../core/paging.js';
+import { compileBlocks } from './blocks.js';
 import { missingPaths, parsePart, renderPart, type ParsedPart } from './merge-tags.js';
+import { PRESETS, type Preset } from './presets.js';
 
 export const BUILDER_TYPES = ['html', 'visual'] as const;
 export type BuilderType = (typeof BUILDER_TYPES)[number];
@@ -53,9 +55,6 @@ export interface TemplateInput {
 }
 
 export type TemplateUpdate = Partial<TemplateInput>;
-
-/** Compiles a visual template's block tree to html and text (the visual builder, wired by the area's index). */
-export type BlockCompiler = (blocks: unknown) => { html: string; text: string };
 
 interface TemplateRow {
   pk: number;
@@ -117,25 +116,18 @@ async function versionRow(q: Queryable, t: TemplateRow, version: number): Promis
   return v;
 }
 
-let blockCompiler: BlockCompiler | undefined;
-/** Wires the visual builder (the area's index does, once). */
-export function useBlockCompiler(compile: BlockCompiler): void {
-  blockCompiler = compile;
-}
-
 /**
  * A version's content from input: a visual template's html and text compiled from its blocks; every part's
  * merge tags parsed (a syntax error is a 400 with the part and line).
  */
-function checkedContent(input: TemplateInput): TemplateContent {
+async function checkedContent(input: TemplateInput): Promise<TemplateContent> {
   const builderType = input.builder_type ?? 'html';
   let html = input.html;
   let text = input.text ?? null;
   let blocks: unknown[] | null = null;
   if (builderType === 'visual') {
     if (!input.builder_blocks) throw badRequest('Request body is missing required fields: builder_blocks');
-    if (!blockCompiler) throw unprocessable('The visual builder is not available on this box');
-    const compiled = blockCompiler(input.builder_blocks);
+    const compiled = await compileBlocks(input.builder_blocks);
     html = compiled.html;
     text = input.text ?? compiled.text;
     blocks = input.builder_blocks;
@@ -175,7 +167,7 @@ async function insertTemplate(ctx: AppContext, trx: Queryable, teamId: string, c
 }
 
 export async function createTemplate(ctx: AppContext, teamId: string, input: TemplateInput): Promise<Template> {
-  const c = checkedContent(input);
+  const c = await checkedContent(input);
   return ctx.db.transaction((trx) => insertTemplate(ctx, trx, teamId, c));
 }
 
@@ -202,9 +194,13 @@ async function addVersion(ctx: AppContext, trx: Queryable, t: TemplateRow, c: Te
 }
 
 export async function updateTemplate(ctx: AppContext, teamId: string, id: string, change: TemplateUpdate): Promise<Template> {
-  return ctx.db.transaction(async (trx) => {
-    const t = await findRow(trx, teamId, id);
-    const current = content(await versionRow(trx, t, t.current_version));
+  // The new content is checked (and a visual template compiled, which takes milliseconds, the first time a
+  // second) outside the write transaction; the transaction then writes it only onto the version it was made
+  // from, and otherwise starts again from the newer one.
+  for (let attempt = 0; ; attempt++) {
+    const reads = readsOf(ctx.db);
+    const t = await findRow(reads, teamId, id);
+    const current = content(await versionRow(reads, t, t.current_version));
     const merged: TemplateInput = {
       name: change.name ?? current.name,
       subject: change.subject ?? current.subject,
@@ -218,8 +214,14 @@ export async function updateTemplate(ctx: AppContext, teamId: string, id: string
     if (merged.builder_type === 'visual' && change.html !== undefined && change.builder_blocks === undefined && change.builder_type !== 'html') {
       throw badRequest('html: a visual template’s html is compiled from builder_blocks (send builder_type html to edit the html itself)');
     }
-    return addVersion(ctx, trx, t, checkedContent(merged));
-  });
+    const next = await checkedContent(merged);
+    const written = await ctx.db.transaction(async (trx) => {
+      const now = await findRow(trx, teamId, id);
+      return now.current_version === t.current_version ? addVersion(ctx, trx, now, next) : null;
+    });
+    if (written) return written;
+    if (attempt >= 2) throw conflict('Template changed while this update was made: try again');
+  }
 }
 
 export async function deleteTemplate(ctx: AppContext, teamId: string, id: string): Promise<void> {
@@ -381,4 +383,16 @@ export async function renderForSend(ctx: AppContext, teamId: string, id: string,
   if (absent.length > 0) throw unprocessable(`Missing template variables: ${absent.join(', ')}`);
   const r = renderParsed(parsed, variables);
   return { subject: r.subject, html: r.html, text: r.text, templateId: t.id, version: n };
+}
+
+/** The presets a template can start from, in their fixed order. */
+export function listPresets(): readonly Preset[] {
+  return PRESETS;
+}
+
+/** A new draft template from a preset (its blocks compiled as any visual template's). */
+export async function useTemplatePreset(ctx: AppContext, teamId: string, presetId: string, name?: string): Promise<Template> {
+  const preset = PRESETS.find((p) => p.id === presetId);
+  if (!preset) throw notFound('Template preset not found');
+  return createTemplate(ctx, teamId, { name: name ?? preset.name, subject: preset.subject, variables: [...preset.variables], builder_type: 'visual', builder_blocks: [...preset.blocks] });
 }

@@ -11,11 +11,13 @@ import {
   getTemplate,
   getVersion,
   listTemplates,
+  listPresets,
   listVersions,
   renderTemplate,
   restoreVersion,
   setPublished,
   updateTemplate,
+  useTemplatePreset,
 } from '../../../services/templates/index.js';
 
 const tag = 'Templates';
@@ -26,7 +28,35 @@ function versionParam(raw: string | undefined): number {
   return Number(raw);
 }
 
+const Preset = z
+  .object({ id: z.string(), name: z.string(), description: z.string(), subject: z.string(), variables: z.array(z.string()), blocks: z.array(z.unknown()) })
+  .meta({ id: 'TemplatePreset' });
+
 export const templateRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/templates/presets',
+    summary: 'The presets a template can start from (welcome, password reset, receipt, newsletter, announcement), in a fixed order, each as visual-builder blocks',
+    tag,
+    access: 'full_access',
+    response: z.object({ presets: z.array(Preset) }),
+    async handle() {
+      return { presets: listPresets() };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/templates/presets/{presetId}/use',
+    summary: 'Create a draft visual template from a preset (`name` optional: the preset’s by default)',
+    tag,
+    access: 'full_access',
+    body: z.object({ name: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters').optional() }).meta({ id: 'UseTemplatePreset' }),
+    status: 201,
+    response: withTemplate,
+    async handle({ app, principal, params, body }) {
+      return { success: true, template: await useTemplatePreset(app, principal.teamId, params.presetId!, body.name) };
+    },
+  }),
   defineRoute({
     method: 'GET',
     path: '/templates',
