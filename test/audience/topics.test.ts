@@ -234,6 +234,8 @@ t.test('a topic named by segment rules: the rule works, and the topic cannot be 
   });
   t.equal(seg.status, 201);
   t.same((await app.request<Page<{ id: string }>>('GET', `/segments/${seg.body.segment.id}/members`)).body.data.map((c) => c.id), [a]);
+  await app.request('PATCH', `/contacts/${a}`, { body: { unsubscribed: true } });
+  t.same((await app.request<Page<{ id: string }>>('GET', `/segments/${seg.body.segment.id}/members`)).body.data, [], 'a contact unsubscribed from everything is no topic’s subscriber, in rules too');
   const refused = await app.request<Err>('DELETE', `/subscription-topics/${news.id}`);
   t.same([refused.status, refused.body], [409, { error: `Topic is used by the rules of segment 'Readers' (${seg.body.segment.id}); change them first`, code: 'conflict' }]);
   await app.request('DELETE', `/segments/${seg.body.segment.id}`);

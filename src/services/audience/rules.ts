@@ -158,7 +158,9 @@ export function compileRules(rules: RuleGroup, rc: RuleContext): CompiledRule {
     const topic = typeof c.value === 'string' ? rc.topics.get(c.value) : undefined;
     if (!topic) throw badRequest(`${at}.value: must be the id of one of the team's subscription topics`);
     bindings.push(topic.pk);
-    const subscribed = `coalesce((SELECT s.subscribed FROM topic_subscriptions AS s WHERE s.topic_pk = ? AND s.contact_pk = c.pk), ${topic.subscribedByDefault ? 1 : 0}) = 1`;
+    // As topics.ts SUBSCRIBED_SQL has it: the contact's choice, else the topic's default; never a contact
+    // unsubscribed from everything.
+    const subscribed = `(c.unsubscribed = 0 AND coalesce((SELECT s.subscribed FROM topic_subscriptions AS s WHERE s.topic_pk = ? AND s.contact_pk = c.pk), ${topic.subscribedByDefault ? 1 : 0}) = 1)`;
     return c.operator === 'subscribed' ? subscribed : `NOT (${subscribed})`;
   };
 
