@@ -30,7 +30,7 @@ import {
 import { isPending, type EmailStatus, type RecipientStatus } from './email-status.js';
 import { audienceOfSends, signUnsubscribeToken, suppressedAmong, unsubscribeHeaders, type SendAudience } from '../audience/index.js';
 import { SendLedger } from './quotas.js';
-import { renderForSend } from '../templates/index.js';
+import { templateForSend, type SendTemplate } from '../templates/index.js';
 
 export const DELIVER_JOB = 'email.deliver';
 
@@ -155,14 +155,20 @@ export interface TemplateRef {
  * by part: its `subject`, its `html` (and then the text derived from that html, unless it gives `text` too),
  * its `text`. Answers the input as it will be stored (without template_id) and the template it came from.
  */
-export async function resolveTemplate(ctx: AppContext, teamId: string, input: SendEmailInput): Promise<{ input: SendEmailInput; template: TemplateRef | null }> {
+export async function resolveTemplate(
+  ctx: AppContext,
+  teamId: string,
+  input: SendEmailInput,
+  lookup: (id: string) => Promise<SendTemplate> = (id) => templateForSend(ctx, teamId, id),
+): Promise<{ input: SendEmailInput; template: TemplateRef | null }> {
   if (input.template_id === undefined) return { input, template: null };
-  const r = await renderForSend(ctx, teamId, input.template_id, input.variables ?? {});
+  const template = await lookup(input.template_id);
+  const r = template.render(input.variables ?? {});
   const { template_id: _id, variables: _variables, ...rest } = input;
   const text = input.text ?? (input.html !== undefined ? undefined : (r.text ?? undefined));
   return {
     input: { ...rest, subject: input.subject ?? r.subject, html: input.html ?? r.html, ...(text !== undefined ? { text } : {}) },
-    template: { id: r.templateId, version: r.version },
+    template: { id: template.id, version: template.version },
   };
 }
 
@@ -288,13 +294,20 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
     if (!d) domains.set(name, (d = findSenderDomain(ctx, sender.teamId, name)));
     return d;
   };
+  // A batch looks each of its templates up once.
+  const templates = new Map<string, Promise<SendTemplate>>();
+  const templateOf = (id: string) => {
+    let t = templates.get(id);
+    if (!t) templates.set(id, (t = templateForSend(ctx, sender.teamId, id)));
+    return t;
+  };
   const writer = writerOf(ctx);
   return Promise.all(
     inputs.map(async (input) => {
       try {
         // The request as asked (template_id and variables included) is what an idempotent replay compares.
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
-        const resolved = await resolveTemplate(ctx, sender.teamId, input);
+        const resolved = await resolveTemplate(ctx, sender.teamId, input, templateOf);
         const checked = await checkSend(resolved.input, lookup);
         return await writer({ sender, input: resolved.input, checked, hash, template: resolved.template });
       } catch (err) {

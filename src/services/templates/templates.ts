@@ -363,26 +363,42 @@ export interface RenderedForSend {
   subject: string;
   html: string;
   text: string | null;
-  templateId: string;
+}
+
+/** A template as sends use it: its published version, parsed, ready to render with each send's variables. */
+export interface SendTemplate {
+  id: string;
   version: number;
+  /** What a send with `variables` sends (422 when a declared variable is missing). */
+  render(variables: Record<string, unknown>): RenderedForSend;
 }
 
 /**
- * What a send by template sends: the published version rendered with the send's variables (422 when the
- * template is unknown, unpublished, or a declared variable is missing). `contact` is given by sends that know
- * their contact (broadcasts).
+ * The template a send by `template_id` uses: its published version (422 when the template is unknown or
+ * unpublished). A batch looks each template up once and renders it per email. `contact` is given by sends
+ * that know their contact (broadcasts).
  */
-export async function renderForSend(ctx: AppContext, teamId: string, id: string, variables: Record<string, unknown>): Promise<RenderedForSend> {
+export async function templateForSend(ctx: AppContext, teamId: string, id: string): Promise<SendTemplate> {
   const reads = readsOf(ctx.db);
   const t = await reads<TemplateRow>('templates').where({ team_id: teamId, id }).first();
   if (!t) throw unprocessable(`Template '${id}' not found`);
   if (t.published_version === null) throw unprocessable('Template is not published');
   const n = t.published_version;
   const parsed = await parsedCache(ctx).get(`${t.id}:${n}`, async () => parseVersion(await versionRow(reads, t, n)));
-  const absent = parsed.variables.filter((v) => variables[v] === undefined || variables[v] === null);
-  if (absent.length > 0) throw unprocessable(`Missing template variables: ${absent.join(', ')}`);
-  const r = renderParsed(parsed, variables);
-  return { subject: r.subject, html: r.html, text: r.text, templateId: t.id, version: n };
+  return {
+    id: t.id,
+    version: n,
+    render(variables) {
+      const absent = parsed.variables.filter((v) => variables[v] === undefined || variables[v] === null);
+      if (absent.length > 0) throw unprocessable(`Missing template variables: ${absent.join(', ')}`);
+      // No missing-variable report here (render's answer has it): a send only needs the parts.
+      return {
+        subject: renderPart(parsed.subject, variables).trim(),
+        html: renderPart(parsed.html, variables),
+        text: parsed.text === null ? null : renderPart(parsed.text, variables),
+      };
+    },
+  };
 }
 
 /** The presets a template can start from, in their fixed order. */
