@@ -13,3 +13,6 @@ export const name = (max = 100) =>
   z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
 
 export const boolean = () => z.boolean({ error: 'must be a boolean' });
+
+/** A query parameter `true` or `false`, as a boolean. */
+export const queryBoolean = () => z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');

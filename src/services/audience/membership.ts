@@ -26,9 +26,9 @@ export async function findSegment(q: Queryable, teamId: string, id: string): Pro
 export async function ruleContext(q: Queryable, teamId: string, now: Date): Promise<RuleContext> {
   const [properties, topics] = await Promise.all([
     propertyTypes(q, teamId),
-    q<{ pk: number; id: string; default_subscription: string }>('topics').where('team_id', teamId).select('pk', 'id', 'default_subscription'),
+    q<{ pk: number; id: string }>('topics').where('team_id', teamId).select('pk', 'id'),
   ]);
-  return { properties, topics: new Map(topics.map((t) => [t.id, { pk: t.pk, subscribedByDefault: t.default_subscription === 'opt_in' }])), now };
+  return { properties, topics: new Map(topics.map((t) => [t.id, { pk: t.pk }])), now };
 }
 
 /** The predicate of a stored segment (404 when the team has no such segment). */

@@ -12,6 +12,12 @@ import { DAY } from '../../core/clock.js';
 import { badRequest } from '../../core/errors.js';
 import { parseBooleanText, parseDate, type PropertyType } from './properties.js';
 
+/**
+ * SQL over `contacts AS c` and `topics AS t` (a LEFT JOIN of `topic_subscriptions AS s` on both): whether the
+ * contact receives the topic's mail now — its choice, else the default, and never when unsubscribed from everything.
+ */
+export const SUBSCRIBED_SQL = "(c.unsubscribed = 0 AND coalesce(s.subscribed, t.default_subscription = 'opt_in') = 1)";
+
 export const MATCHES = ['all', 'any'] as const;
 export const OPERATORS = [
   'equals',
@@ -80,8 +86,8 @@ export interface CompiledRule {
 export interface RuleContext {
   /** The team's property definitions. */
   properties: Map<string, PropertyType>;
-  /** A topic id of the team → its key and default (subscribed when no choice is recorded). */
-  topics: Map<string, { pk: number; subscribedByDefault: boolean }>;
+  /** A topic id of the team → its row key. */
+  topics: Map<string, { pk: number }>;
   now: Date;
 }
 
@@ -158,9 +164,8 @@ export function compileRules(rules: RuleGroup, rc: RuleContext): CompiledRule {
     const topic = typeof c.value === 'string' ? rc.topics.get(c.value) : undefined;
     if (!topic) throw badRequest(`${at}.value: must be the id of one of the team's subscription topics`);
     bindings.push(topic.pk);
-    // As topics.ts SUBSCRIBED_SQL has it: the contact's choice, else the topic's default; never a contact
-    // unsubscribed from everything.
-    const subscribed = `(c.unsubscribed = 0 AND coalesce((SELECT s.subscribed FROM topic_subscriptions AS s WHERE s.topic_pk = ? AND s.contact_pk = c.pk), ${topic.subscribedByDefault ? 1 : 0}) = 1)`;
+    // Who the topic reaches, as its subscribers list says (SUBSCRIBED_SQL).
+    const subscribed = `EXISTS (SELECT 1 FROM topics AS t LEFT JOIN topic_subscriptions AS s ON s.topic_pk = t.pk AND s.contact_pk = c.pk WHERE t.pk = ? AND ${SUBSCRIBED_SQL})`;
     return c.operator === 'subscribed' ? subscribed : `NOT (${subscribed})`;
   };
 

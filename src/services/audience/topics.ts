@@ -13,7 +13,7 @@ import { newPublicId } from '../../core/ids.js';
 import { toPage, type Page, type PageRequest } from '../../core/paging.js';
 import { recordEvent } from '../../events/recorder.js';
 import { findContact, type ContactRow } from './contacts.js';
-import type { RuleGroup } from './rules.js';
+import { SUBSCRIBED_SQL, type RuleGroup } from './rules.js';
 
 export const DEFAULT_SUBSCRIPTIONS = ['opt_in', 'opt_out'] as const;
 export type DefaultSubscription = (typeof DEFAULT_SUBSCRIPTIONS)[number];
@@ -92,11 +92,6 @@ export async function findTopic(q: Queryable, teamId: string, id: string): Promi
   return row;
 }
 
-/**
- * SQL over `contacts AS c` and `topics AS t` (a LEFT JOIN of `topic_subscriptions AS s` on both): whether the
- * contact receives the topic's mail now — its choice, else the default, and never when unsubscribed from everything.
- */
-export const SUBSCRIBED_SQL = "(c.unsubscribed = 0 AND coalesce(s.subscribed, t.default_subscription = 'opt_in') = 1)";
 
 async function nameTaken(q: Queryable, teamId: string, name: string, except?: number): Promise<void> {
   const rows = await queryRows<{ pk: number }>(q, 'SELECT pk FROM topics WHERE team_id = ? AND lower(name) = lower(?)', [teamId, name]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boolean, name } from '../common.js';
+import { boolean, name, queryBoolean } from '../common.js';
 import { emailAddress } from '../../../core/validation.js';
 import { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, PROPERTY_TYPES, type RuleGroup } from '../../../services/audience/index.js';
 
@@ -26,12 +26,11 @@ export const UpdateContact = z
   .refine((v) => Object.values(v).some((x) => x !== undefined), { message: 'Request body must contain at least one of: first_name, last_name, unsubscribed, properties' })
   .meta({ id: 'UpdateContact' });
 
-const trueFalse = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
 
 export const ContactListQuery = z.object({
   search: z.string().max(200, 'must be at most 200 characters').optional(),
   segment_id: z.string().optional(),
-  unsubscribed: trueFalse.optional(),
+  unsubscribed: queryBoolean().optional(),
   engagement_segment: z.enum(ENGAGEMENT_SEGMENTS, { error: `must be one of ${ENGAGEMENT_SEGMENTS.join(', ')}` }).optional(),
 });
 

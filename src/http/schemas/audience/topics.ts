@@ -1,6 +1,6 @@
 // Subscription topics and a contact's subscriptions (spec: subscription topics).
 import { z } from 'zod';
-import { boolean, name } from '../common.js';
+import { boolean, name, queryBoolean } from '../common.js';
 import { DEFAULT_SUBSCRIPTIONS, TOPIC_VISIBILITIES } from '../../../services/audience/index.js';
 
 const defaultSubscription = z
@@ -33,7 +33,7 @@ export const Topic = z
   .meta({ id: 'SubscriptionTopic' });
 
 export const SubscribersQuery = z.object({
-  subscribed: z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').default(true),
+  subscribed: queryBoolean().default(true),
 });
 
 export const Subscriber = z

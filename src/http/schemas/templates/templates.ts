@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { name, PageMeta } from '../common.js';
+import { name, PageMeta, queryBoolean } from '../common.js';
 import { BUILDER_TYPES } from '../../../services/templates/index.js';
 
 const variableName = z.string({ error: 'must be a string' }).regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a variable name (letters, digits, _)');
@@ -56,8 +56,7 @@ export const TemplateVersion = z
   .object({ version: z.number().int(), ...content, published: z.boolean(), created_at: z.iso.datetime() })
   .meta({ id: 'TemplateVersion' });
 
-const trueFalse = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
-export const TemplateListQuery = z.object({ search: z.string().max(200, 'must be at most 200 characters').optional(), published: trueFalse.optional() });
+export const TemplateListQuery = z.object({ search: z.string().max(200, 'must be at most 200 characters').optional(), published: queryBoolean().optional() });
 
 export const TemplateList = z.object({
   data: z.array(Template),
