@@ -70,6 +70,10 @@ export class ImapConnection implements ClientChannel {
     this.reader = new CommandReader({
       command: (cmd) => this.enqueue(cmd),
       continueLiteral: () => void this.writeNow('+ Ready for literal data\r\n'),
+      // An untagged OK may come at any time (RFC 3501 §7.1); only when nothing else is being said.
+      literalEnded: () => {
+        if (!this.gathering && this.isSettled()) void this.writeNow('* OK Literal received\r\n');
+      },
       reject: (tag, reason) => {
         void this.write(`${tag} BAD ${reason}\r\n`);
         this.countBad();

@@ -128,6 +128,29 @@ t.test('IMAP: IDLE pushes go out while the command runs, and its end is one writ
   t.equal(writes.length, 1, 'the end of IDLE: one write');
 });
 
+t.test('IMAP: a literal sent apart from the end of its line (imaplib, Nagle on) is answered before that end', async (t) => {
+  const f = await setupImap(t);
+  const user = await f.account('nagle');
+  const c = await session(f, user.address);
+  socketOf(c).setNoDelay(false);
+  const body = message({ subject: 'two sends', body: 'z'.repeat(2000) });
+
+  // The server speaks once the literal is in, without waiting for the CRLF: that write carries the ACK a client
+  // with Nagle on waits for before it sends the CRLF (~40 ms of delayed ACK otherwise).
+  c.send(`C1 APPEND INBOX {${body.length}}\r\n`);
+  await c.waitFor(/^\+ [^\r\n]*\r\n/m);
+  c.send(body);
+  t.match(await c.waitFor(/^\* OK [^\r\n]*\r\n/m), /\* OK Literal received/, 'an untagged OK follows the literal');
+  c.send('\r\n');
+  t.match(await c.waitFor(/^C1 (OK|NO|BAD)[^\r\n]*\r\n/m), /C1 OK \[APPENDUID/, 'then the APPEND is answered');
+
+  // Literal and CRLF in one send: nothing more is said.
+  c.send(`C2 APPEND INBOX {${body.length}}\r\n`);
+  await c.waitFor(/^\+ [^\r\n]*\r\n/m);
+  c.send(Buffer.concat([body, Buffer.from('\r\n')]));
+  t.match(await c.waitFor(/^C2 (OK|NO|BAD)[^\r\n]*\r\n/m), /^C2 OK/, 'answered with no untagged OK before it');
+});
+
 t.test('POP3, MX, submission and the API accept with TCP_NODELAY; a POP3 answer is one write', async (t) => {
   const f = await setupImap(t);
   const { pop3, pop3s, mx, submission, submissions, api } = f.app.appliance.ports;

@@ -44,6 +44,12 @@ export interface ReaderHandlers {
   command(cmd: RawCommand): void;
   /** A synchronizing literal of acceptable size was announced: the server answers `+`. */
   continueLiteral(): void;
+  /**
+   * A synchronizing literal was read to its last byte and nothing after it has come yet. A client that writes the
+   * literal and the rest of its line in two sends with Nagle on (Python's imaplib) holds that rest until the
+   * literal is ACKed, which the kernel delays ~40 ms: a write of the server's now carries the ACK at once.
+   */
+  literalEnded?(): void;
   /** A command that cannot be accepted (over a limit): answered BAD with its tag; the reader resynchronizes. */
   reject(tag: string, reason: string): void;
   /** A synchronizing literal refused before it is sent: answered NO with its tag; the command is over. */
@@ -92,6 +98,8 @@ export class CommandReader {
   /** The literal being read, allocated once at its announced size (null while one is dropped). */
   private literal: Buffer | null = null;
   private literalFill = 0;
+  /** Whether the literal being read was announced synchronizing (the client waited for `+`). */
+  private literalSync = false;
   private refused: Refusal | null = null;
   private reserved = 0;
   /** Input that arrived while an `admit` answer was awaited, in order. */
@@ -136,7 +144,11 @@ export class CommandReader {
         this.literalFill += take;
         this.literalRemaining -= take;
         pos += take;
-        if (this.literalRemaining === 0) this.endLiteral();
+        if (this.literalRemaining === 0) {
+          const kept = this.literal !== null;
+          this.endLiteral();
+          if (pos === chunk.length && kept && this.literalSync) this.handlers.literalEnded?.();
+        }
         continue;
       }
       const nl = chunk.indexOf(0x0a, pos);
@@ -306,6 +318,7 @@ export class CommandReader {
     this.literal = keep ? Buffer.allocUnsafe(size) : null;
     this.literalFill = 0;
     this.literalRemaining = size;
+    this.literalSync = sync;
     if (size === 0) this.endLiteral();
     if (sync) this.handlers.continueLiteral();
   }
