@@ -76,11 +76,11 @@ export function createFolderOps(core: Core) {
       return row ? (await withCounts(core, [row]))[0]! : null;
     },
 
-    async createFolder(mailboxId: number, path: string): Promise<Folder> {
+    async createFolder(mailboxId: number, path: string, opts: { subscribed?: boolean } = {}): Promise<Folder> {
       const p = normalizePath(path);
       const row = await inTx(async (trx, pending) => {
         const m = await loadMailbox(trx, mailboxId);
-        const created = await insertFolder(core, trx, m, p, pending);
+        const created = await insertFolder(core, trx, m, p, pending, null, opts.subscribed ?? true);
         await saveMailboxes(core, trx, [m]);
         return created;
       });
@@ -137,7 +137,7 @@ export function createFolderOps(core: Core) {
         // Missing parents of the new name are created; the folder and its children keep their UIDVALIDITY.
         for (const parent of parentsOf(dst)) {
           if (parent === src || (await findRow(trx, mailboxId, parent))) continue;
-          await insertFolder(core, trx, m, parent, pending);
+          await insertFolder(core, trx, m, parent, pending, null, false);
         }
         const moving = (await trx('mail_folders').where({ mailbox_id: mailboxId }).andWhere(under(src))) as FolderRow[];
         const modseq = nextModseq(m);

@@ -319,6 +319,7 @@ export async function insertFolder(
   path: string,
   pending: Pending[],
   specialUse: SpecialUse | null = null,
+  subscribed = true,
 ): Promise<FolderRow> {
   const existing = new Set(
     ((await trx('mail_folders').where({ mailbox_id: m.id }).whereIn('path', [...parentsOf(path), path]).select('path')) as Array<{ path: string }>).map(
@@ -333,7 +334,7 @@ export async function insertFolder(
       mailbox_id: m.id,
       path: p,
       special_use: p === path ? specialUse : null,
-      subscribed: true,
+      subscribed,
       uid_validity: nextUidValidity(core, m),
       uid_next: 1,
       highest_modseq: 1,

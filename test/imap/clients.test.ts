@@ -104,7 +104,7 @@ t.test('interop regressions of real clients', async (t) => {
     await f.store.setShare(owner.id, erin.id, 'read');
     const c = await session(f, erin.address);
     t.match(await c.command('a0010', 'CREATE "Lists/dev"'), /^a0010 OK/m);
-    t.match(await c.command('a0011', 'UNSUBSCRIBE "Lists"'), /^a0011 OK/m);
+    t.match(await c.command('a0011', 'SUBSCRIBE "Lists/dev"'), /^a0011 OK/m, 'CREATE subscribes nothing: the client does (RFC 3501 §6.3.6)');
     const star = await c.command('a0006', 'LSUB "" "*"');
     t.match(star, /^\* LSUB \(\) "\/" "Lists\/dev"\r$/m);
     t.notMatch(star, /"Lists"\r/, '"*" reaches Lists/dev itself: Lists is not returned');

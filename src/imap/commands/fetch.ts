@@ -208,10 +208,11 @@ function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchIte
  * were read as Windows-1252 (mailstore/headers.ts) and so holds U+FFFD: then the ENVELOPE is built from the
  * source (and cached), which reads them right.
  */
+/** The stored summary, unless ENVELOPE must come from the source (U+FFFD of an old decoding, or group syntax). */
 function storedSummary(meta: { summary?: MessageSummary | undefined; summaryJson?: string | null | undefined }): MessageSummary | null {
-  if (meta.summaryJson) return meta.summaryJson.includes('\ufffd') ? null : (JSON.parse(meta.summaryJson) as MessageSummary);
+  if (meta.summaryJson) return meta.summaryJson.includes('\ufffd') || meta.summaryJson.includes('"groups":true') ? null : (JSON.parse(meta.summaryJson) as MessageSummary);
   if (!meta.summary) return null;
-  return JSON.stringify(meta.summary).includes('\ufffd') ? null : meta.summary;
+  return meta.summary.groups || JSON.stringify(meta.summary).includes('\ufffd') ? null : meta.summary;
 }
 
 export const FETCH: CommandSpec<'FETCH'> = {

@@ -141,12 +141,12 @@ export const CREATE: CommandSpec<'CREATE'> = {
       const id = s.account!.id;
       if (await s.store.getFolder(id, name)) return no('Mailbox exists', 'ALREADYEXISTS');
       const parts = name.split(FOLDER_DELIMITER);
-      // RFC 3501 §6.3.3: superior names are created as needed.
+      // RFC 3501 §6.3.3: superior names are created as needed. Subscribing is SUBSCRIBE's (§6.3.6).
       for (let i = 1; i < parts.length; i++) {
         const parent = parts.slice(0, i).join(FOLDER_DELIMITER);
-        if (!(await s.store.getFolder(id, parent))) await s.store.createFolder(id, parent);
+        if (!(await s.store.getFolder(id, parent))) await s.store.createFolder(id, parent, { subscribed: false });
       }
-      await s.store.createFolder(id, name);
+      await s.store.createFolder(id, name, { subscribed: false });
     } catch (err) {
       return storeFailure(err);
     }

@@ -1,6 +1,7 @@
 // tag [UID] SEARCH [CHARSET c] keys (RFC 3501 §6.4.4; MODSEQ per RFC 7162 §3.1.5). Metadata keys are
 // answered from the store's rows, read per batch; header/body keys read each candidate's source once.
 import type { MessageState } from '../../mailstore/types.js';
+import { parseAddressList } from '../mime/addresses.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
@@ -47,6 +48,18 @@ function compareDay(day: number | null, cmp: 'before' | 'on' | 'since', target: 
 
 const contains = (hay: string, needle: string) => hay.toLowerCase().includes(needle.toLowerCase());
 
+const ADDRESS_FIELDS = new Set(['from', 'to', 'cc', 'bcc']);
+
+/**
+ * An address field's addresses as `name local@domain`, parsed: `<user (comment)@ (comment) host>` is found by
+ * `user@host`, as Dovecot finds it (the field's text is searched too).
+ */
+function addressText(value: string): string {
+  return parseAddressList(value)
+    .map((a) => (a.kind === 'mailbox' ? `${a.name ?? ''} ${a.mailbox}${a.host === null ? '' : `@${a.host}`}` : a.kind === 'group-start' ? a.name : ''))
+    .join('\n');
+}
+
 function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): boolean {
   switch (key.op) {
     case 'all':
@@ -82,7 +95,12 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
       if (!c.tree) return false;
       const fields = c.tree.headers.filter((h) => h.key === key.field);
       if (key.value === '') return fields.length > 0;
-      return fields.some((h) => contains(decodeHeaderValue(h.value), key.value) || contains(h.value, key.value));
+      return fields.some(
+        (h) =>
+          contains(decodeHeaderValue(h.value), key.value) ||
+          contains(h.value, key.value) ||
+          (ADDRESS_FIELDS.has(key.field) && contains(decodeHeaderValue(addressText(h.value)), key.value)),
+      );
     }
     case 'body':
       return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
