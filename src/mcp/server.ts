@@ -36,9 +36,20 @@ export function refusalOf(tool: Pick<Tool, 'scope' | 'permission'>, principal: P
   return null;
 }
 
+/**
+ * A tool's arguments as JSON Schema (2020-12, MCP's dialect), with the descriptions the schemas carry. A schema
+ * with an id of its own (`SendEmail`) comes out as a `$ref` into `$defs`; MCP wants the object at the top.
+ */
 function inputSchemaOf(tool: Tool): ToolListing['inputSchema'] {
-  const { $schema: _dialect, ...schema } = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
-  return schema as ToolListing['inputSchema'];
+  const { $schema: _dialect, $ref, $defs, ...rest } = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+  const defs = { ...($defs as Record<string, Json> | undefined) };
+  let top: Json = rest;
+  if (typeof $ref === 'string' && $ref.startsWith('#/$defs/')) {
+    const name = $ref.slice('#/$defs/'.length);
+    top = { ...defs[name], ...rest };
+    if (!JSON.stringify({ top, defs: { ...defs, [name]: undefined } }).includes(`"${$ref}"`)) delete defs[name];
+  }
+  return { ...top, ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}) } as ToolListing['inputSchema'];
 }
 
 /** Tools listed to clients; each one's JSON Schema is made once. */

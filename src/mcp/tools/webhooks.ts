@@ -22,7 +22,10 @@ export const webhookTools = [
       "The delivery log of one webhook endpoint, newest first: event, payload, the endpoint's HTTP status and response, attempts, next retry. `status` keeps one kind: failed (retries exhausted or dropped: the default here), pending (retrying), delivered, rejected (the endpoint answered 406). Paged: `page`, `per_page`.",
     scope: 'mcp:read',
     input: z.object({
-      webhook_id: idArg('the webhook endpoint id, as list_webhooks gave it'),
+      webhook_id: z
+        .union([z.number().int().min(1), idArg('')], { error: 'must be a webhook id' })
+        .transform(String)
+        .describe('the webhook endpoint id, as list_webhooks gave it'),
       status: WebhookDelivery.shape.status.default('failed').describe('which deliveries: failed (default), pending, delivered or rejected'),
       ...PAGING,
     }),
