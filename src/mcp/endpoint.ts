@@ -6,6 +6,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type Koa from 'koa';
 import type { AppContext } from '../context.js';
+import { badRequest } from '../core/errors.js';
 import { readJsonBody } from '../http/middleware/body.js';
 import { defineRoute } from '../http/route.js';
 import { publicBaseUrl } from '../services/audience/index.js';
@@ -21,6 +22,8 @@ const PASSED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-s
 /** Answers one POST /mcp for an authenticated principal: the transport's answer, written by Koa in one response. */
 export async function serveMcp(app: AppContext, principal: Principal, koa: Koa.Context): Promise<void> {
   const body = await readJsonBody(koa);
+  // One message per request, so that the one counter counts every call (MCP 2025-06-18 has no batches).
+  if (Array.isArray(body)) throw badRequest('JSON-RPC batches are not accepted on /mcp: send one message per request');
   const server = createMcpServer(app, principal);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

@@ -52,23 +52,19 @@ function inputSchemaOf(tool: Tool): ToolListing['inputSchema'] {
   return { ...top, ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}) } as ToolListing['inputSchema'];
 }
 
-/** Tools listed to clients; each one's JSON Schema is made once. */
-let listing: ToolListing[] | null = null;
-function toolListing(): ToolListing[] {
-  listing ??= allTools.map((tool) => ({
-    name: tool.name,
+/** Tools as clients see them (derived from the declarations alone, so made once). */
+const TOOL_LISTING: readonly ToolListing[] = allTools.map((tool) => ({
+  name: tool.name,
+  title: tool.title,
+  description: `${tool.description} Needs ${tool.scope} (${(tool.permission ?? 'full_access') === 'full_access' ? 'a full_access key' : 'any key'}).`,
+  inputSchema: inputSchemaOf(tool),
+  annotations: {
     title: tool.title,
-    description: `${tool.description} Needs ${tool.scope} (${(tool.permission ?? 'full_access') === 'full_access' ? 'a full_access key' : 'any key'}).`,
-    inputSchema: inputSchemaOf(tool),
-    annotations: {
-      title: tool.title,
-      readOnlyHint: tool.scope === 'mcp:read',
-      destructiveHint: false,
-      openWorldHint: tool.scope === 'mcp:send',
-    },
-  }));
-  return listing;
-}
+    readOnlyHint: tool.scope === 'mcp:read',
+    destructiveHint: false,
+    openWorldHint: tool.scope === 'mcp:send',
+  },
+}));
 
 const TOOLS = new Map(allTools.map((t) => [t.name, t]));
 
@@ -100,7 +96,7 @@ export function createMcpServer(app: AppContext, principal: Principal): Server {
     { capabilities: { tools: { listChanged: false }, resources: { listChanged: false } }, instructions: INSTRUCTIONS },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing() }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...TOOL_LISTING] }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = TOOLS.get(request.params.name);

@@ -55,6 +55,9 @@ t.test('the MCP endpoint over HTTP', async (t) => {
     const malformed = await post(app.apiKey, '{"jsonrpc":');
     t.equal(malformed.status, 400);
     t.same(await malformed.json(), { error: 'Malformed JSON in request body', code: 'invalid_request' });
+    const batch = await post(app.apiKey, `[${listTools},${listTools}]`);
+    t.equal(batch.status, 400, 'a batch would count several calls as one request');
+    t.same(await batch.json(), { error: 'JSON-RPC batches are not accepted on /mcp: send one message per request', code: 'invalid_request' });
     const notRpc = await post(app.apiKey, '{"hello":"world"}');
     t.equal(notRpc.status, 400);
     t.match(await notRpc.json(), { jsonrpc: '2.0', error: { code: -32700 } });
