@@ -19,6 +19,7 @@ import { templateRoutes } from './templates/templates.js';
 import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
+import { mcpRoutes } from '../../mcp/endpoint.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -33,6 +34,8 @@ documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).
 documented.push(...emailValidationRoutes);
+// The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
+documented.push(...mcpRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',
