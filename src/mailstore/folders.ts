@@ -23,9 +23,10 @@ interface Counts {
   messages: number;
   unseen: number;
   recent: number;
+  size: number;
 }
 
-const COUNTS_SQL = `SELECT m.folder_id, COUNT(*) AS messages,
+const COUNTS_SQL = `SELECT m.folder_id, COUNT(*) AS messages, SUM(m.size) AS size,
   SUM(CASE WHEN (' ' || m.flags || ' ') LIKE '% \\Seen %' THEN 0 ELSE 1 END) AS unseen,
   SUM(CASE WHEN m.uid >= f.recent_uid THEN 1 ELSE 0 END) AS recent
   FROM mail_messages m JOIN mail_folders f ON f.id = m.folder_id WHERE m.folder_id IN (%IDS%) GROUP BY m.folder_id`;

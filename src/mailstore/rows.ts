@@ -113,7 +113,7 @@ export function toAccount(row: MailboxRow): MailboxAccount {
   };
 }
 
-export function toFolder(row: FolderRow, counts?: { messages: number; unseen: number; recent: number }): Folder {
+export function toFolder(row: FolderRow, counts?: { messages: number; unseen: number; recent: number; size: number }): Folder {
   return {
     id: row.id,
     mailboxId: row.mailbox_id,
@@ -127,6 +127,7 @@ export function toFolder(row: FolderRow, counts?: { messages: number; unseen: nu
     unseen: counts?.unseen ?? 0,
     recent: counts?.recent ?? 0,
     recentUid: row.recent_uid ?? 0,
+    size: counts?.size ?? 0,
   };
 }
 

@@ -72,6 +72,8 @@ export interface Folder {
   /** Messages no IMAP session has seen yet (\Recent, RFC 3501 §2.3.2): UIDs from `recentUid` on. */
   recent: number;
   recentUid: number;
+  /** Octets of all its messages (IMAP STATUS SIZE, RFC 8438). */
+  size: number;
 }
 
 export interface MessageMeta {
