@@ -18,6 +18,6 @@ export {
 export { audienceOfSends, type SendAudience, type SendAudienceRequest } from './send-checks.js';
 export { preferencesOf, savePreferences, unsubscribeByLink, type PreferenceChange, type PreferenceView } from './preferences.js';
 export {
-  readUnsubscribeToken, signUnsubscribeToken, TOKEN_LIFETIME_DAYS, tokenOfAddress, UNSUBSCRIBE_LOCAL_PREFIX, UNSUBSCRIBE_PATH, unsubscribeHeaders,
+  publicBaseUrl, readUnsubscribeToken, signUnsubscribeToken, TOKEN_LIFETIME_DAYS, tokenOfAddress, UNSUBSCRIBE_LOCAL_PREFIX, UNSUBSCRIBE_PATH, unsubscribeHeaders,
   type LinkTarget, type TokenCheck
 } from './unsubscribe-tokens.js';

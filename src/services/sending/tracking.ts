@@ -1,0 +1,278 @@
+// Open and click tracking: what delivery puts in an email's html when its sender domain tracks opens and/or
+// clicks, and what a hit on those URLs records.
+//
+// Delivery (delivery.ts) composes one message per email, so the html is rewritten there (the stored body is
+// left as it was sent through the API): a pixel before </body> (`open_tracking`) and every tracked link
+// (tracking-html.ts) pointing at `<base>/track/click/<token>` (`click_tracking`); the pixel is
+// `<base>/track/open/<token>`. `<base>` is the domain's tracking subdomain once its CNAME is verified
+// (`https://<label>.<domain>`, the scheme and port of MAIL_PUBLIC_URL), else the box's public URL
+// (MAIL_PUBLIC_URL, else https://<MAIL_HOSTNAME>), as for the unsubscribe links.
+//
+// A hit: the token is checked (tracking-tokens.ts; a bad one reads nothing), the email and recipient are read
+// (a Batcher on the read connections: the hits in flight share statements; a click's links come from the stored
+// html, kept for the last 1,000 emails clicked), and the hit is written through the send path's shared writer
+// (db/batcher.ts): every hit that arrives while a write transaction runs shares the next one. Per hit:
+//   - a timeline entry (email_events, type `opened` / `clicked`): every hit;
+//   - a webhook event (email.opened / email.clicked): every hit, with `first` true for the recipient's first
+//     hit of that kind (the email_engagement row's upsert tells, inside the write transaction) and `machine`;
+//   - email_engagement: hits, machine hits, first hit, first hit of a person, last hit;
+//   - a person's hit (not `machine`) on an email to one recipient who is a contact of the team (by address
+//     key): that contact's last_opened_at / last_clicked_at.
+// Raw sends (SMTP submission) are signed as they were submitted: not tracked.
+import type { AppContext } from '../../context.js';
+import { addressKey } from '../../core/address.js';
+import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../../db/batcher.js';
+import { placeholders, queryRows, readsOf, settleAll, type Tx } from '../../db/index.js';
+import { recordEvents, type EventRow } from '../../events/recorder.js';
+import { publicBaseUrl } from '../audience/index.js';
+import { emailEventRow, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { describeClient, type ClientInfo } from './tracking-client.js';
+import { rewriteForTracking, trackedLinks } from './tracking-html.js';
+import { readTrackingToken, signTrackingToken, type HitKind } from './tracking-tokens.js';
+
+export const TRACK_OPEN_PATH = '/track/open';
+export const TRACK_CLICK_PATH = '/track/click';
+
+/** Links the box never tracks: its own unsubscribe and tracking URLs (any host, so the rule needs no config). */
+const KEPT_PATH_RE = /^\/(unsubscribe|track)(\/|$)/i;
+export function keptLink(url: string): boolean {
+  try {
+    return KEPT_PATH_RE.test(new URL(url).pathname);
+  } catch {
+    return true;
+  }
+}
+
+/** The links of an email's stored html that a click's link index names. */
+export const linksOf = (html: string) => trackedLinks(html, keptLink);
+
+/** What a sender domain tracks, as delivery reads it. */
+export interface DomainTracking {
+  open: boolean;
+  click: boolean;
+  /** `<label>.<domain>` when the domain's tracking CNAME is verified, else null (the box's public URL). */
+  host: string | null;
+}
+
+/** Where a message's tracking URLs point. */
+export function trackingBaseUrl(ctx: AppContext, host: string | null): string {
+  const base = publicBaseUrl(ctx);
+  if (host === null) return base;
+  const url = new URL(base);
+  return `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`;
+}
+
+/**
+ * The tracking host of a domain row: its subdomain's name when the TRACKING record's stored status is
+ * verified. `recordStatus` is the domain's record_status JSON.
+ */
+export function trackingHostOf(domain: string, subdomain: string | null, recordStatus: string): string | null {
+  if (!subdomain) return null;
+  const name = `${subdomain}.${domain}`;
+  try {
+    const stored = JSON.parse(recordStatus) as Record<string, { status?: string }>;
+    return stored[`TRACKING:${name}`]?.status === 'verified' ? name : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The html delivery sends for an email with tracking on: `recipients` are the email's recipient rows (one:
+ * its key is in the tokens; several: 0, see tracking-tokens.ts).
+ */
+export function trackedHtml(ctx: AppContext, html: string, email: Pick<EmailRow, 'id'>, recipients: Array<Pick<RecipientRow, 'id'>>, tracking: DomainTracking): string {
+  if (!tracking.open && !tracking.click) return html;
+  const base = trackingBaseUrl(ctx, tracking.host);
+  const recipientKey = recipients.length === 1 ? recipients[0]!.id : 0;
+  const token = (kind: HitKind, link: number) => signTrackingToken(ctx, { kind, emailKey: email.id, recipientKey, link });
+  return rewriteForTracking(html, {
+    pixelUrl: tracking.open ? `${base}${TRACK_OPEN_PATH}/${token('open', 0)}` : undefined,
+    linkUrl: tracking.click ? (i) => `${base}${TRACK_CLICK_PATH}/${token('click', i)}` : undefined,
+    keep: keptLink,
+  });
+}
+
+/** The request a hit came with. */
+export interface HitRequest {
+  ip: string;
+  userAgent: string;
+}
+
+interface Loaded {
+  email: EmailRow;
+  recipient: RecipientRow | null;
+  links: string[] | null;
+}
+
+interface Hit {
+  kind: HitKind;
+  email: EmailRow;
+  recipient: RecipientRow | null;
+  link: number;
+  url: string | null;
+  client: ClientInfo;
+  userAgent: string;
+  at: Date;
+}
+
+const LINKS_KEPT = 1000;
+const MAX_BATCH = 1000;
+
+/** The tracker of one appliance: its batched reads and writes. Made once per context (`trackerOf`). */
+class Tracker {
+  private readonly links = new Map<number, string[]>();
+  private readonly load: Batcher<{ emailKey: number; recipientKey: number; click: boolean }, Loaded | null>;
+  private readonly write: (hit: Hit) => Promise<void>;
+
+  constructor(private readonly ctx: AppContext) {
+    const reads = readsOf(ctx.db);
+    this.load = new Batcher(async (items) => {
+      const emailKeys = [...new Set(items.map((i) => i.emailKey))];
+      const recipientKeys = [...new Set(items.map((i) => i.recipientKey).filter((k) => k !== 0))];
+      const needHtml = [...new Set(items.filter((i) => i.click && !this.links.has(i.emailKey)).map((i) => i.emailKey))];
+      const [emails, recipients, bodies] = await settleAll([
+        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${placeholders(emailKeys.length)})`, emailKeys),
+        recipientKeys.length ? queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE id IN (${placeholders(recipientKeys.length)})`, recipientKeys) : [],
+        needHtml.length ? queryRows<{ email_id: number; html: string | null }>(reads, `SELECT email_id, html FROM email_bodies WHERE email_id IN (${placeholders(needHtml.length)})`, needHtml) : [],
+      ]);
+      for (const b of bodies) this.keepLinks(b.email_id, b.html ? linksOf(b.html) : []);
+      for (const k of needHtml) if (!this.links.has(k)) this.keepLinks(k, []);
+      const byId = new Map(emails.map((e) => [e.id, e]));
+      const recipientById = new Map(recipients.map((r) => [r.id, r]));
+      return items.map((i) => {
+        const email = byId.get(i.emailKey);
+        if (!email) return null;
+        const recipient = i.recipientKey === 0 ? null : recipientById.get(i.recipientKey);
+        if (recipient === undefined || (recipient && recipient.email_id !== email.id)) return null;
+        return { email, recipient, links: i.click ? (this.links.get(i.emailKey) ?? []) : null };
+      });
+    }, MAX_BATCH);
+    this.write = sharedWriterOf(ctx.db).batch((trx, hits: Hit[]) => writeHits(trx, hits).then(() => hits.map(() => undefined)), MAX_BATCH);
+  }
+
+  private keepLinks(emailKey: number, links: string[]): void {
+    if (this.links.size >= LINKS_KEPT) this.links.delete(this.links.keys().next().value!);
+    this.links.set(emailKey, links);
+  }
+
+  /**
+   * Records a hit (unless `record` is false: a HEAD); answers a click's target URL (null: a bad token, a gone
+   * email or no such link).
+   */
+  async hit(kind: HitKind, token: string, req: HitRequest, record = true): Promise<string | null> {
+    const claims = readTrackingToken(this.ctx, kind, token);
+    if (!claims) return null;
+    const loaded = await this.load.submit({ emailKey: claims.emailKey, recipientKey: claims.recipientKey, click: kind === 'click' });
+    if (!loaded) return null;
+    const url = kind === 'click' ? (loaded.links![claims.link] ?? null) : null;
+    if ((kind === 'click' && url === null) || !record) return url;
+    const userAgent = req.userAgent.slice(0, 512);
+    const client = describeClient(req.ip, userAgent);
+    try {
+      await this.write({ kind, email: loaded.email, recipient: loaded.recipient, link: claims.link, url, client, userAgent, at: this.ctx.clock.now() });
+    } catch (err) {
+      // The person still gets the pixel or the page they asked for; only the record of the hit is lost.
+      this.ctx.log.error({ err, email: loaded.email.public_id, kind }, 'tracking: a hit could not be recorded');
+    }
+    return url;
+  }
+}
+
+const engagementKey = (emailId: number, recipientId: number, kind: HitKind) => `${emailId}:${recipientId}:${kind}`;
+
+/** One shared write transaction's hits (see the head of this file). */
+async function writeHits(trx: Tx, hits: Hit[]): Promise<void> {
+  // One upsert row per (email, recipient, kind), run now inside the write transaction: its RETURNING tells
+  // which were new (hits equal to this batch's), and that the email is still there (the other writes follow
+  // only for those: a gone email's rows would fail the transaction's foreign keys).
+  const groups = new Map<string, { emailId: number; recipientId: number; kind: HitKind; hits: number; machine: number; first: string; firstPerson: string | null; last: string }>();
+  for (const h of hits) {
+    const key = engagementKey(h.email.id, h.recipient?.id ?? 0, h.kind);
+    const at = h.at.toISOString();
+    const g = groups.get(key) ?? { emailId: h.email.id, recipientId: h.recipient?.id ?? 0, kind: h.kind, hits: 0, machine: 0, first: at, firstPerson: null, last: at };
+    g.hits++;
+    if (h.client.machine) g.machine++;
+    else g.firstPerson ??= at;
+    g.last = at > g.last ? at : g.last;
+    groups.set(key, g);
+  }
+  const rows = [...groups.values()];
+  const values = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+  const returned = await queryRows<{ email_id: number; recipient_id: number; kind: HitKind; hits: number }>(
+    trx,
+    `INSERT INTO email_engagement (email_id, recipient_id, kind, hits, machine_hits, first_at, first_person_at, last_at)
+     SELECT * FROM (VALUES ${values}) AS v WHERE EXISTS (SELECT 1 FROM emails WHERE emails.id = v.column1)
+     ON CONFLICT (email_id, recipient_id, kind) DO UPDATE SET
+       hits = email_engagement.hits + excluded.hits,
+       machine_hits = email_engagement.machine_hits + excluded.machine_hits,
+       first_person_at = coalesce(email_engagement.first_person_at, excluded.first_person_at),
+       last_at = max(email_engagement.last_at, excluded.last_at)
+     RETURNING email_id, recipient_id, kind, hits`,
+    rows.flatMap((r) => [r.emailId, r.recipientId, r.kind, r.hits, r.machine, r.first, r.firstPerson, r.last]),
+  );
+  const fresh = new Map(returned.map((r) => [engagementKey(r.email_id, r.recipient_id, r.kind), r.hits === groups.get(engagementKey(r.email_id, r.recipient_id, r.kind))?.hits]));
+
+  const timeline: TimelineRow[] = [];
+  const events: Array<Omit<EventRow, 'id'>> = [];
+  const opened = new Map<string, { team_id: string; email_key: string; last_opened_at: string }>();
+  const clicked = new Map<string, { team_id: string; email_key: string; last_clicked_at: string }>();
+  for (const h of hits) {
+    const key = engagementKey(h.email.id, h.recipient?.id ?? 0, h.kind);
+    const isNew = fresh.get(key);
+    if (isNew === undefined) continue; // the email is gone
+    if (isNew) fresh.set(key, false); // the batch's first hit of the key is the first
+    const c = h.client;
+    const data: Record<string, unknown> = {
+      recipient: h.recipient?.address ?? null,
+      first: isNew,
+      machine: c.machine,
+      proxy: c.proxy,
+      provider: c.provider,
+      device: c.device,
+      country: c.country,
+      client: c.client,
+      os: c.os,
+      ...(h.kind === 'click' ? { link: h.link, url: h.url } : {}),
+    };
+    timeline.push(timelineRow(h.email, h.at, h.kind === 'open' ? 'opened' : 'clicked', { ...data, user_agent: h.userAgent }));
+    events.push(emailEventRow(h.email, h.at, h.kind === 'open' ? 'email.opened' : 'email.clicked', { ...data, user_agent: h.userAgent }));
+    if (h.recipient && !c.machine) {
+      const at = h.at.toISOString();
+      const contactKey = `${h.email.team_id}\0${addressKey(h.recipient.address)}`;
+      if (h.kind === 'open') {
+        const prev = opened.get(contactKey);
+        if (!prev || prev.last_opened_at < at) opened.set(contactKey, { team_id: h.email.team_id, email_key: addressKey(h.recipient.address), last_opened_at: at });
+      } else {
+        const prev = clicked.get(contactKey);
+        if (!prev || prev.last_clicked_at < at) clicked.set(contactKey, { team_id: h.email.team_id, email_key: addressKey(h.recipient.address), last_clicked_at: at });
+      }
+    }
+  }
+  await settleAll([
+    insertRows(trx, 'email_events', timeline),
+    recordEvents(trx, events),
+    updateFromValues(trx, 'contacts', ['team_id', 'email_key'], { last_opened_at: "max(coalesce(contacts.last_opened_at, ''), v.last_opened_at)" }, [...opened.values()]),
+    updateFromValues(trx, 'contacts', ['team_id', 'email_key'], { last_clicked_at: "max(coalesce(contacts.last_clicked_at, ''), v.last_clicked_at)" }, [...clicked.values()]),
+  ]);
+}
+
+const trackers = new WeakMap<AppContext, Tracker>();
+const trackerOf = (ctx: AppContext) => {
+  let t = trackers.get(ctx);
+  if (!t) trackers.set(ctx, (t = new Tracker(ctx)));
+  return t;
+};
+
+/** A pixel was fetched: records the open. Never throws for a bad token (nothing is recorded). */
+export async function recordOpen(ctx: AppContext, token: string, req: HitRequest): Promise<void> {
+  await trackerOf(ctx).hit('open', token, req);
+}
+
+/**
+ * A tracked link was followed: records the click (unless `record` is false) and answers the link's URL, or
+ * null (answer 404).
+ */
+export async function recordClick(ctx: AppContext, token: string, req: HitRequest, record = true): Promise<string | null> {
+  return trackerOf(ctx).hit('click', token, req, record);
+}
