@@ -9,9 +9,10 @@
 // (MAIL_PUBLIC_URL, else https://<MAIL_HOSTNAME>), as for the unsubscribe links.
 //
 // A hit: the token is checked (tracking-tokens.ts; a bad one reads nothing), the email and recipient are read
-// (a Batcher on the read connections: the hits in flight share statements; a click's links come from the stored
-// html, kept for the last 1,000 emails clicked), and the hit is written through the send path's shared writer
-// (db/batcher.ts): every hit that arrives while a write transaction runs shares the next one. Per hit:
+// (a Batcher on the read connections: the hits in flight share statements; a click's links come from the
+// stored html; both kept a minute, so a campaign's repeated hits on the same emails mostly read nothing), and
+// the hit is written through the send path's shared writer (db/batcher.ts): every hit that arrives while a
+// write transaction runs shares the next one. Per hit:
 //   - a timeline entry (email_events, type `opened` / `clicked`): every hit;
 //   - a webhook event (email.opened / email.clicked): every hit, with `first` true for the recipient's first
 //     hit of that kind (the email_engagement row's upsert tells, inside the write transaction) and `machine`;
@@ -21,6 +22,7 @@
 // Raw sends (SMTP submission) are signed as they were submitted: not tracked.
 import type { AppContext } from '../../context.js';
 import { addressKey } from '../../core/address.js';
+import { ForgetfulCache } from '../../core/forgetful-cache.js';
 import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../../db/batcher.js';
 import { placeholders, queryRows, readsOf, settleAll, type Tx } from '../../db/index.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
@@ -99,10 +101,10 @@ export interface HitRequest {
   userAgent: string;
 }
 
-interface Loaded {
+/** What a hit needs of its email, kept a minute (the rows never change once written; a gone email is dropped at the write). */
+interface EmailFacts {
   email: EmailRow;
-  recipient: RecipientRow | null;
-  links: string[] | null;
+  recipients: Map<number, RecipientRow>;
 }
 
 interface Hit {
@@ -116,44 +118,40 @@ interface Hit {
   at: Date;
 }
 
-const LINKS_KEPT = 1000;
+/**
+ * Emails and their links are kept this long and this many: a campaign's opens and clicks come back to the
+ * same emails, so most hits read nothing. The time bounds how long a deleted email's link still redirects.
+ */
+const KEPT_MS = 60_000;
+const FACTS_KEPT = 20_000;
+const LINKS_KEPT = 2_000;
 const MAX_BATCH = 1000;
 
 /** The tracker of one appliance: its batched reads and writes. Made once per context (`trackerOf`). */
 class Tracker {
-  private readonly links = new Map<number, string[]>();
-  private readonly load: Batcher<{ emailKey: number; recipientKey: number; click: boolean }, Loaded | null>;
+  private readonly facts = new ForgetfulCache<number, EmailFacts | null>(KEPT_MS, FACTS_KEPT);
+  private readonly links = new ForgetfulCache<number, string[] | null>(KEPT_MS, LINKS_KEPT);
+  private readonly loadFacts: Batcher<number, EmailFacts | null>;
+  private readonly loadLinks: Batcher<number, string[] | null>;
   private readonly write: (hit: Hit) => Promise<void>;
 
   constructor(private readonly ctx: AppContext) {
     const reads = readsOf(ctx.db);
-    this.load = new Batcher(async (items) => {
-      const emailKeys = [...new Set(items.map((i) => i.emailKey))];
-      const recipientKeys = [...new Set(items.map((i) => i.recipientKey).filter((k) => k !== 0))];
-      const needHtml = [...new Set(items.filter((i) => i.click && !this.links.has(i.emailKey)).map((i) => i.emailKey))];
-      const [emails, recipients, bodies] = await settleAll([
-        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${placeholders(emailKeys.length)})`, emailKeys),
-        recipientKeys.length ? queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE id IN (${placeholders(recipientKeys.length)})`, recipientKeys) : [],
-        needHtml.length ? queryRows<{ email_id: number; html: string | null }>(reads, `SELECT email_id, html FROM email_bodies WHERE email_id IN (${placeholders(needHtml.length)})`, needHtml) : [],
+    this.loadFacts = new Batcher(async (keys) => {
+      const [emails, recipients] = await settleAll([
+        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${placeholders(keys.length)})`, keys),
+        queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${placeholders(keys.length)})`, keys),
       ]);
-      for (const b of bodies) this.keepLinks(b.email_id, b.html ? linksOf(b.html) : []);
-      for (const k of needHtml) if (!this.links.has(k)) this.keepLinks(k, []);
-      const byId = new Map(emails.map((e) => [e.id, e]));
-      const recipientById = new Map(recipients.map((r) => [r.id, r]));
-      return items.map((i) => {
-        const email = byId.get(i.emailKey);
-        if (!email) return null;
-        const recipient = i.recipientKey === 0 ? null : recipientById.get(i.recipientKey);
-        if (recipient === undefined || (recipient && recipient.email_id !== email.id)) return null;
-        return { email, recipient, links: i.click ? (this.links.get(i.emailKey) ?? []) : null };
-      });
+      const byId = new Map<number, EmailFacts>(emails.map((e) => [e.id, { email: e, recipients: new Map() }]));
+      for (const r of recipients) byId.get(r.email_id)?.recipients.set(r.id, r);
+      return keys.map((k) => byId.get(k) ?? null);
+    }, MAX_BATCH);
+    this.loadLinks = new Batcher(async (keys) => {
+      const bodies = await queryRows<{ email_id: number; html: string | null }>(reads, `SELECT email_id, html FROM email_bodies WHERE email_id IN (${placeholders(keys.length)})`, keys);
+      const byId = new Map(bodies.map((b) => [b.email_id, b.html ? linksOf(b.html) : []]));
+      return keys.map((k) => byId.get(k) ?? null);
     }, MAX_BATCH);
     this.write = sharedWriterOf(ctx.db).batch((trx, hits: Hit[]) => writeHits(trx, hits).then(() => hits.map(() => undefined)), MAX_BATCH);
-  }
-
-  private keepLinks(emailKey: number, links: string[]): void {
-    if (this.links.size >= LINKS_KEPT) this.links.delete(this.links.keys().next().value!);
-    this.links.set(emailKey, links);
   }
 
   /**
@@ -163,17 +161,23 @@ class Tracker {
   async hit(kind: HitKind, token: string, req: HitRequest, record = true): Promise<string | null> {
     const claims = readTrackingToken(this.ctx, kind, token);
     if (!claims) return null;
-    const loaded = await this.load.submit({ emailKey: claims.emailKey, recipientKey: claims.recipientKey, click: kind === 'click' });
-    if (!loaded) return null;
-    const url = kind === 'click' ? (loaded.links![claims.link] ?? null) : null;
+    const keep = (v: unknown) => v !== null;
+    const [facts, links] = await Promise.all([
+      this.facts.get(claims.emailKey, () => this.loadFacts.submit(claims.emailKey), keep),
+      kind === 'click' ? this.links.get(claims.emailKey, () => this.loadLinks.submit(claims.emailKey), keep) : null,
+    ]);
+    if (!facts) return null;
+    const recipient = claims.recipientKey === 0 ? null : facts.recipients.get(claims.recipientKey);
+    if (recipient === undefined) return null;
+    const url = kind === 'click' ? (links?.[claims.link] ?? null) : null;
     if ((kind === 'click' && url === null) || !record) return url;
     const userAgent = req.userAgent.slice(0, 512);
     const client = describeClient(req.ip, userAgent);
     try {
-      await this.write({ kind, email: loaded.email, recipient: loaded.recipient, link: claims.link, url, client, userAgent, at: this.ctx.clock.now() });
+      await this.write({ kind, email: facts.email, recipient, link: claims.link, url, client, userAgent, at: this.ctx.clock.now() });
     } catch (err) {
       // The person still gets the pixel or the page they asked for; only the record of the hit is lost.
-      this.ctx.log.error({ err, email: loaded.email.public_id, kind }, 'tracking: a hit could not be recorded');
+      this.ctx.log.error({ err, email: facts.email.public_id, kind }, 'tracking: a hit could not be recorded');
     }
     return url;
   }
