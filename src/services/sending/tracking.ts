@@ -15,7 +15,8 @@
 // write transaction runs shares the next one. Per hit:
 //   - a timeline entry (email_events, type `opened` / `clicked`): every hit;
 //   - a webhook event (email.opened / email.clicked): every hit, with `first` true for the recipient's first
-//     hit of that kind (the email_engagement row's upsert tells, inside the write transaction) and `machine`;
+//     hit of that kind (email_engagement as read with the email, and the first hits claimed since in this
+//     process: the box is the only writer) and `machine`;
 //   - email_engagement: hits, machine hits, first hit, first hit of a person, last hit;
 //   - a person's hit (not `machine`) on an email to one recipient who is a contact of the team (by address
 //     key): that contact's last_opened_at / last_clicked_at.
@@ -23,11 +24,12 @@
 import type { AppContext } from '../../context.js';
 import { addressKey } from '../../core/address.js';
 import { ForgetfulCache } from '../../core/forgetful-cache.js';
-import { Batcher, insertRows, sharedWriterOf, updateFromValues } from '../../db/batcher.js';
+import { Batcher, sharedWriterOf, updateFromValues } from '../../db/batcher.js';
+import { write } from '../../db/script.js';
 import { placeholders, queryRows, readsOf, settleAll, type Tx } from '../../db/index.js';
 import { recordEvents, type EventRow } from '../../events/recorder.js';
 import { publicBaseUrl } from '../audience/index.js';
-import { emailEventRow, timelineRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
+import { emailEventRow, timelineRow, type EmailRow, type RecipientRow } from './email-records.js';
 import { describeClient, type ClientInfo } from './tracking-client.js';
 import { rewriteForTracking, trackedLinks } from './tracking-html.js';
 import { readTrackingToken, signTrackingToken, type HitKind } from './tracking-tokens.js';
@@ -105,10 +107,16 @@ export interface HitRequest {
 interface EmailFacts {
   email: EmailRow;
   recipients: Map<number, RecipientRow>;
+  /**
+   * The (recipient, kind) pairs with a hit (`<recipient id>:<kind>`): those of email_engagement when read, and
+   * each first hit since, claimed here at once — so of the hits in flight exactly one is first.
+   */
+  engaged: Set<string>;
 }
 
 interface Hit {
   kind: HitKind;
+  first: boolean;
   email: EmailRow;
   recipient: RecipientRow | null;
   link: number;
@@ -126,6 +134,7 @@ const KEPT_MS = 60_000;
 const FACTS_KEPT = 20_000;
 const LINKS_KEPT = 2_000;
 const MAX_BATCH = 1000;
+const CLAIMS_KEPT = 100_000;
 
 /** The tracker of one appliance: its batched reads and writes. Made once per context (`trackerOf`). */
 class Tracker {
@@ -134,16 +143,21 @@ class Tracker {
   private readonly loadFacts: Batcher<number, EmailFacts | null>;
   private readonly loadLinks: Batcher<number, string[] | null>;
   private readonly write: (hit: Hit) => Promise<void>;
+  /** First hits claimed lately (see `hit`). */
+  private readonly claimed = new Set<string>();
 
   constructor(private readonly ctx: AppContext) {
     const reads = readsOf(ctx.db);
     this.loadFacts = new Batcher(async (keys) => {
-      const [emails, recipients] = await settleAll([
-        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${placeholders(keys.length)})`, keys),
-        queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${placeholders(keys.length)})`, keys),
+      const list = placeholders(keys.length);
+      const [emails, recipients, engaged] = await settleAll([
+        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, keys),
+        queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list})`, keys),
+        queryRows<{ email_id: number; recipient_id: number; kind: HitKind }>(reads, `SELECT email_id, recipient_id, kind FROM email_engagement WHERE email_id IN (${list})`, keys),
       ]);
-      const byId = new Map<number, EmailFacts>(emails.map((e) => [e.id, { email: e, recipients: new Map() }]));
+      const byId = new Map<number, EmailFacts>(emails.map((e) => [e.id, { email: e, recipients: new Map(), engaged: new Set() }]));
       for (const r of recipients) byId.get(r.email_id)?.recipients.set(r.id, r);
+      for (const g of engaged) byId.get(g.email_id)?.engaged.add(`${g.recipient_id}:${g.kind}`);
       return keys.map((k) => byId.get(k) ?? null);
     }, MAX_BATCH);
     this.loadLinks = new Batcher(async (keys) => {
@@ -173,8 +187,18 @@ class Tracker {
     if ((kind === 'click' && url === null) || !record) return url;
     const userAgent = req.userAgent.slice(0, 512);
     const client = describeClient(req.ip, userAgent);
+    const pair = `${claims.recipientKey}:${kind}`;
+    const claim = `${claims.emailKey}:${pair}`;
+    // Claimed in this process before the write commits: a hit's facts may be read again (after a minute)
+    // while an earlier first hit's write is still on its way.
+    const first = !facts.engaged.has(pair) && !this.claimed.has(claim);
+    if (first) {
+      facts.engaged.add(pair);
+      if (this.claimed.size >= CLAIMS_KEPT) this.claimed.clear();
+      this.claimed.add(claim);
+    }
     try {
-      await this.write({ kind, email: facts.email, recipient, link: claims.link, url, client, userAgent, at: this.ctx.clock.now() });
+      await this.write({ kind, first, email: facts.email, recipient, link: claims.link, url, client, userAgent, at: this.ctx.clock.now() });
     } catch (err) {
       // The person still gets the pixel or the page they asked for; only the record of the hit is lost.
       this.ctx.log.error({ err, email: facts.email.public_id, kind }, 'tracking: a hit could not be recorded');
@@ -183,53 +207,33 @@ class Tracker {
   }
 }
 
-const engagementKey = (emailId: number, recipientId: number, kind: HitKind) => `${emailId}:${recipientId}:${kind}`;
 
-/** One shared write transaction's hits (see the head of this file). */
+/**
+ * One shared write transaction's hits (see the head of this file). Every write joins the transaction's write
+ * script; each is guarded by the email's existence (a hit on an email deleted within the minute its facts are
+ * kept is dropped, rather than failing the shared transaction's foreign keys).
+ */
 async function writeHits(trx: Tx, hits: Hit[]): Promise<void> {
-  // One upsert row per (email, recipient, kind), run now inside the write transaction: its RETURNING tells
-  // which were new (hits equal to this batch's), and that the email is still there (the other writes follow
-  // only for those: a gone email's rows would fail the transaction's foreign keys).
   const groups = new Map<string, { emailId: number; recipientId: number; kind: HitKind; hits: number; machine: number; first: string; firstPerson: string | null; last: string }>();
-  for (const h of hits) {
-    const key = engagementKey(h.email.id, h.recipient?.id ?? 0, h.kind);
-    const at = h.at.toISOString();
-    const g = groups.get(key) ?? { emailId: h.email.id, recipientId: h.recipient?.id ?? 0, kind: h.kind, hits: 0, machine: 0, first: at, firstPerson: null, last: at };
-    g.hits++;
-    if (h.client.machine) g.machine++;
-    else g.firstPerson ??= at;
-    g.last = at > g.last ? at : g.last;
-    groups.set(key, g);
-  }
-  const rows = [...groups.values()];
-  const values = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-  const returned = await queryRows<{ email_id: number; recipient_id: number; kind: HitKind; hits: number }>(
-    trx,
-    `INSERT INTO email_engagement (email_id, recipient_id, kind, hits, machine_hits, first_at, first_person_at, last_at)
-     SELECT * FROM (VALUES ${values}) AS v WHERE EXISTS (SELECT 1 FROM emails WHERE emails.id = v.column1)
-     ON CONFLICT (email_id, recipient_id, kind) DO UPDATE SET
-       hits = email_engagement.hits + excluded.hits,
-       machine_hits = email_engagement.machine_hits + excluded.machine_hits,
-       first_person_at = coalesce(email_engagement.first_person_at, excluded.first_person_at),
-       last_at = max(email_engagement.last_at, excluded.last_at)
-     RETURNING email_id, recipient_id, kind, hits`,
-    rows.flatMap((r) => [r.emailId, r.recipientId, r.kind, r.hits, r.machine, r.first, r.firstPerson, r.last]),
-  );
-  const fresh = new Map(returned.map((r) => [engagementKey(r.email_id, r.recipient_id, r.kind), r.hits === groups.get(engagementKey(r.email_id, r.recipient_id, r.kind))?.hits]));
-
-  const timeline: TimelineRow[] = [];
+  const timeline: unknown[] = [];
   const events: Array<Omit<EventRow, 'id'>> = [];
   const opened = new Map<string, { team_id: string; email_key: string; last_opened_at: string }>();
   const clicked = new Map<string, { team_id: string; email_key: string; last_clicked_at: string }>();
   for (const h of hits) {
-    const key = engagementKey(h.email.id, h.recipient?.id ?? 0, h.kind);
-    const isNew = fresh.get(key);
-    if (isNew === undefined) continue; // the email is gone
-    if (isNew) fresh.set(key, false); // the batch's first hit of the key is the first
+    const at = h.at.toISOString();
+    const recipientId = h.recipient?.id ?? 0;
+    const key = `${h.email.id}:${recipientId}:${h.kind}`;
+    const g = groups.get(key) ?? { emailId: h.email.id, recipientId, kind: h.kind, hits: 0, machine: 0, first: at, firstPerson: null, last: at };
+    g.hits++;
+    if (h.client.machine) g.machine++;
+    else g.firstPerson ??= at;
+    if (at > g.last) g.last = at;
+    groups.set(key, g);
+
     const c = h.client;
     const data: Record<string, unknown> = {
       recipient: h.recipient?.address ?? null,
-      first: isNew,
+      first: h.first,
       machine: c.machine,
       proxy: c.proxy,
       provider: c.provider,
@@ -238,23 +242,42 @@ async function writeHits(trx: Tx, hits: Hit[]): Promise<void> {
       client: c.client,
       os: c.os,
       ...(h.kind === 'click' ? { link: h.link, url: h.url } : {}),
+      user_agent: h.userAgent,
     };
-    timeline.push(timelineRow(h.email, h.at, h.kind === 'open' ? 'opened' : 'clicked', { ...data, user_agent: h.userAgent }));
-    events.push(emailEventRow(h.email, h.at, h.kind === 'open' ? 'email.opened' : 'email.clicked', { ...data, user_agent: h.userAgent }));
+    const row = timelineRow(h.email, h.at, h.kind === 'open' ? 'opened' : 'clicked', data);
+    timeline.push(row.email_id, row.type, row.data, row.created_at);
+    events.push(emailEventRow(h.email, h.at, h.kind === 'open' ? 'email.opened' : 'email.clicked', data));
     if (h.recipient && !c.machine) {
-      const at = h.at.toISOString();
-      const contactKey = `${h.email.team_id}\0${addressKey(h.recipient.address)}`;
+      const emailKey = addressKey(h.recipient.address);
+      const contactKey = `${h.email.team_id}\0${emailKey}`;
       if (h.kind === 'open') {
         const prev = opened.get(contactKey);
-        if (!prev || prev.last_opened_at < at) opened.set(contactKey, { team_id: h.email.team_id, email_key: addressKey(h.recipient.address), last_opened_at: at });
+        if (!prev || prev.last_opened_at < at) opened.set(contactKey, { team_id: h.email.team_id, email_key: emailKey, last_opened_at: at });
       } else {
         const prev = clicked.get(contactKey);
-        if (!prev || prev.last_clicked_at < at) clicked.set(contactKey, { team_id: h.email.team_id, email_key: addressKey(h.recipient.address), last_clicked_at: at });
+        if (!prev || prev.last_clicked_at < at) clicked.set(contactKey, { team_id: h.email.team_id, email_key: emailKey, last_clicked_at: at });
       }
     }
   }
+  const rows = [...groups.values()];
   await settleAll([
-    insertRows(trx, 'email_events', timeline),
+    write(
+      trx,
+      `INSERT INTO email_engagement (email_id, recipient_id, kind, hits, machine_hits, first_at, first_person_at, last_at)
+       SELECT * FROM (VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}) AS v WHERE EXISTS (SELECT 1 FROM emails WHERE emails.id = v.column1)
+       ON CONFLICT (email_id, recipient_id, kind) DO UPDATE SET
+         hits = email_engagement.hits + excluded.hits,
+         machine_hits = email_engagement.machine_hits + excluded.machine_hits,
+         first_person_at = coalesce(email_engagement.first_person_at, excluded.first_person_at),
+         last_at = max(email_engagement.last_at, excluded.last_at)`,
+      rows.flatMap((r) => [r.emailId, r.recipientId, r.kind, r.hits, r.machine, r.first, r.firstPerson, r.last]),
+    ),
+    write(
+      trx,
+      `INSERT INTO email_events (email_id, type, data, created_at)
+       SELECT * FROM (VALUES ${hits.map(() => '(?, ?, ?, ?)').join(', ')}) AS v WHERE EXISTS (SELECT 1 FROM emails WHERE emails.id = v.column1)`,
+      timeline,
+    ),
     recordEvents(trx, events),
     updateFromValues(trx, 'contacts', ['team_id', 'email_key'], { last_opened_at: "max(coalesce(contacts.last_opened_at, ''), v.last_opened_at)" }, [...opened.values()]),
     updateFromValues(trx, 'contacts', ['team_id', 'email_key'], { last_clicked_at: "max(coalesce(contacts.last_clicked_at, ''), v.last_clicked_at)" }, [...clicked.values()]),
