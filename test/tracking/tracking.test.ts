@@ -6,6 +6,7 @@ import t from 'tap';
 import { MINUTE } from '../../src/core/clock.js';
 import { recordOpen } from '../../src/services/sending/tracking.js';
 import { PIXEL_GIF } from '../../src/http/routes/sending/tracking.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startTrackingEnv, trackingUrls, UA, type TrackingEnv } from './support.js';
 
 interface Timeline {
@@ -230,4 +231,25 @@ t.test('tenant isolation: a hit is its email team’s alone', async (t) => {
   t.same(await listIds(env, 'device=desktop'), [mail.id]);
   t.not((await contactRow(env, env.app.teamId, 'ann@dest.example')).last_opened_at, null, "the sender team's contact is credited");
   t.same(await contactRow(env, other.teamId, 'ann@dest.example'), { last_opened_at: null, last_clicked_at: null }, "the other team's contact at the same address is not");
+});
+
+t.test('email.opened and email.clicked reach a subscribed webhook endpoint', async (t) => {
+  const env = await startTrackingEnv(t);
+  await env.track({ open_tracking: true, click_tracking: true });
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  const hook = await env.app.request('POST', '/webhooks', { body: { url: receiver.url, events: ['email.opened', 'email.clicked'] } });
+  t.equal(hook.status, 201);
+  const mail = await env.sendAndDeliver({ to: 'ann@dest.example', html: HTML });
+  const urls = trackingUrls(mail.html);
+  t.equal((await get(urls.pixel[0]!, UA.gmailProxy)).status, 200);
+  t.equal((await get(urls.pixel[0]!, UA.gmailProxy)).status, 200);
+  t.equal((await get(urls.links[1]!, UA.chromeWindows)).status, 302);
+  await env.app.appliance.ctx.jobs.drain();
+  const got = receiver.delivered.map((r) => r.json);
+  t.same(got.map((e) => e.type).sort(), ['email.clicked', 'email.opened', 'email.opened'], 'every hit, only the kinds subscribed');
+  const opens = got.filter((e) => e.type === 'email.opened');
+  t.same(opens.map((e) => e.data.first), [true, false], 'first on the first open only');
+  t.match(opens[0]!.data, { email_id: mail.id, recipient: 'ann@dest.example', provider: 'gmail', proxy: 'gmail', machine: false, device: 'unknown', country: null, subject: 'Hello' });
+  t.match(got.find((e) => e.type === 'email.clicked')!.data, { email_id: mail.id, first: true, link: 1, url: 'http://blog.example/post', provider: 'other', device: 'desktop' });
 });
