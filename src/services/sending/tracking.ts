@@ -103,7 +103,11 @@ export interface HitRequest {
   userAgent: string;
 }
 
-/** What a hit needs of its email, kept a minute (the rows never change once written; a gone email is dropped at the write). */
+/**
+ * What a hit needs of its email, kept a minute: what it uses of the rows (ids, team, from, to, subject, the
+ * recipients' addresses) never changes once written, and a hit on an email deleted meanwhile is dropped at the
+ * write.
+ */
 interface EmailFacts {
   email: EmailRow;
   recipients: Map<number, RecipientRow>;
