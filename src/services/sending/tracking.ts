@@ -108,9 +108,13 @@ export interface HitRequest {
  * recipients' addresses) never changes once written, and a hit on an email deleted meanwhile is dropped at the
  * write.
  */
+/** The columns of an email a hit uses (kept: a small row). */
+type HitEmail = Pick<EmailRow, 'id' | 'team_id' | 'public_id' | 'from_header' | 'to_addrs' | 'subject'>;
+type HitRecipient = Pick<RecipientRow, 'id' | 'email_id' | 'address'>;
+
 interface EmailFacts {
-  email: EmailRow;
-  recipients: Map<number, RecipientRow>;
+  email: HitEmail;
+  recipients: Map<number, HitRecipient>;
   /**
    * The (recipient, kind) pairs with a hit (`<recipient id>:<kind>`): those of email_engagement when read, and
    * each first hit since, claimed here at once — so of the hits in flight exactly one is first.
@@ -121,8 +125,8 @@ interface EmailFacts {
 interface Hit {
   kind: HitKind;
   first: boolean;
-  email: EmailRow;
-  recipient: RecipientRow | null;
+  email: HitEmail;
+  recipient: HitRecipient | null;
   link: number;
   url: string | null;
   client: ClientInfo;
@@ -155,8 +159,8 @@ class Tracker {
     this.loadFacts = new Batcher(async (keys) => {
       const list = placeholders(keys.length);
       const [emails, recipients, engaged] = await settleAll([
-        queryRows<EmailRow>(reads, `SELECT * FROM emails WHERE id IN (${list})`, keys),
-        queryRows<RecipientRow>(reads, `SELECT * FROM email_recipients WHERE email_id IN (${list})`, keys),
+        queryRows<HitEmail>(reads, `SELECT id, team_id, public_id, from_header, to_addrs, subject FROM emails WHERE id IN (${list})`, keys),
+        queryRows<HitRecipient>(reads, `SELECT id, email_id, address FROM email_recipients WHERE email_id IN (${list})`, keys),
         queryRows<{ email_id: number; recipient_id: number; kind: HitKind }>(reads, `SELECT email_id, recipient_id, kind FROM email_engagement WHERE email_id IN (${list})`, keys),
       ]);
       const byId = new Map<number, EmailFacts>(emails.map((e) => [e.id, { email: e, recipients: new Map(), engaged: new Set() }]));
