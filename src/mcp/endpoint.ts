@@ -9,7 +9,7 @@ import type { AppContext } from '../context.js';
 import { badRequest } from '../core/errors.js';
 import { readJsonBody } from '../http/middleware/body.js';
 import { defineRoute } from '../http/route.js';
-import { publicBaseUrl } from '../services/audience/index.js';
+import { publicBaseUrl } from '../services/platform/index.js';
 import type { Principal } from '../services/platform/index.js';
 import { createMcpServer } from './server.js';
 

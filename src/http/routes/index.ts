@@ -12,6 +12,7 @@ import { inboundRoutes } from './inbound/inbound.js';
 import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
 import { usageRoutes } from './sending/usage.js';
+import { trackingRoutes } from './sending/tracking.js';
 import { webhookRoutes } from './notifications/webhooks.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
@@ -36,6 +37,8 @@ documented.push(...autoconfigRoutes);
 documented.push(...emailValidationRoutes);
 // The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
 documented.push(...mcpRoutes);
+// Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.
+documented.push(...trackingRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -17,7 +17,6 @@ export {
 } from './topics.js';
 export { audienceOfSends, type SendAudience, type SendAudienceRequest } from './send-checks.js';
 export { preferencesOf, savePreferences, unsubscribeByLink, type PreferenceChange, type PreferenceView } from './preferences.js';
-export { publicBaseUrl } from './unsubscribe-tokens.js';
 export {
   readUnsubscribeToken, signUnsubscribeToken, TOKEN_LIFETIME_DAYS, tokenOfAddress, UNSUBSCRIBE_LOCAL_PREFIX, UNSUBSCRIBE_PATH, unsubscribeHeaders,
   type LinkTarget, type TokenCheck
