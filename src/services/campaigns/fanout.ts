@@ -156,14 +156,15 @@ export async function runStart(ctx: AppContext, job: Job): Promise<JobOutcome> {
       if (done) break;
       await new Promise((resolve) => setImmediate(resolve)); // let requests in between pages
     }
+    // The count and the quota (read outside the transaction: the one write connection would wait for itself).
+    const [count] = await queryRows<{ n: number }>(ctx.db, 'SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_pk = ?', [pk]);
+    const n = count?.n ?? 0;
+    const refusal = await quotaRefusal(ctx, row, n);
     await ctx.db.transaction(async (trx) => {
       const fresh = await load(trx, pk);
       if (!fresh || !ACTIVE.has(fresh.status) || fresh.frozen) return;
-      const [count] = await queryRows<{ n: number }>(trx, 'SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_pk = ?', [pk]);
-      const n = count?.n ?? 0;
       const now = ctx.clock.now();
       const update: Partial<BroadcastRow> = { frozen: 1, recipient_count: n, updated_at: now.toISOString() };
-      const refusal = await quotaRefusal(ctx, fresh, n);
       if (refusal) {
         Object.assign(update, { status: 'failed', failure: refusal });
         await trx('broadcast_recipients').where({ broadcast_pk: pk }).update({ status: 'cancelled' });
