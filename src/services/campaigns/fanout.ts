@@ -8,7 +8,8 @@
 //                     and the winner job.
 //   broadcast.fanout  one page (MAIL_BROADCAST_PAGE_SIZE recipients) per run, handed to the send path
 //                     (sendEmails: each recipient an ordinary email with its merge tags, unsubscribe links and
-//                     the broadcast's id). Each recipient row is marked with its email in the transaction that
+//                     the broadcast's id), due as of the broadcast's start so that it is leased before the
+//                     deliveries it queued. Each recipient row is marked with its email in the transaction that
 //                     writes the email (SendOptions.afterWrite), so a crash neither loses nor doubles one: a
 //                     rerun takes only rows still pending. Then it enqueues the next run. It waits (retries a
 //                     moment later) while MAIL_BROADCAST_MAX_IN_FLIGHT of the broadcast's emails are still
@@ -256,8 +257,19 @@ export async function runFanout(ctx: AppContext, job: Job): Promise<JobOutcome> 
       await cancelQueuedEmails(ctx, row);
       return;
     }
-    await ctx.jobs.enqueue(ctx.db, FANOUT_JOB, { pk }, { lane: CAMPAIGN_LANE });
+    await ctx.jobs.enqueue(ctx.db, FANOUT_JOB, { pk }, { lane: CAMPAIGN_LANE, runAt: nextPageAt(ctx, row) });
   });
+}
+
+/**
+ * When the next page is due: as of the broadcast's start, so that its one fan-out job is leased before the
+ * deliveries its pages queued (the queue leases the oldest due first; otherwise each page would wait behind
+ * every delivery of the one before). Never later than now.
+ */
+function nextPageAt(ctx: AppContext, row: BroadcastRow): Date {
+  const now = ctx.clock.now();
+  const started = row.started_at === null ? now.getTime() : Date.parse(row.started_at);
+  return new Date(Math.min(started, now.getTime()));
 }
 
 /** The parsed content per variant (index), and of the broadcast itself (-1), kept for the job run. */
