@@ -340,6 +340,29 @@ t.test('broadcasts', async (t) => {
     t.notOk(got.some((tx) => tx.to[0] === members[0]!.email), 'a contact who left the topic is left out');
   });
 
+  t.test('by template: the published version, rendered per contact', async (t) => {
+    const tpl = await app.request<{ template: { id: string } }>('POST', '/templates', {
+      body: { name: 'Tpl', subject: 'unused', html: '<p>Template for {{ contact.first_name }} ({{ contact.email }})</p><a href="{{ unsubscribe_url }}">leave</a>', text: 'Template for {{ contact.first_name }}' },
+    });
+    t.equal(tpl.status, 201, tpl.text);
+    const draft = await app.request('POST', '/broadcasts', { body: { name: 'T', from: 'news@acme.example', subject: 'By template', template_id: tpl.body.template.id, segment_ids: [seg2] } });
+    t.equal(draft.status, 422, 'an unpublished template is refused');
+    t.equal((await app.request('POST', `/templates/${tpl.body.template.id}/publish`)).status, 200);
+    const created = await app.request<{ broadcast: Broadcast }>('POST', '/broadcasts', { body: { name: 'T', from: 'news@acme.example', subject: 'By template, {{ contact.first_name }}', template_id: tpl.body.template.id, segment_ids: [seg2] } });
+    t.equal(created.status, 201, created.text);
+    const before = sink.accepted.length;
+    await app.request('POST', `/broadcasts/${created.body.broadcast.id}/send`);
+    const b = await settle(created.body.broadcast.id);
+    t.equal(b.status, 'sent');
+    const got = sink.accepted.slice(before);
+    t.equal(got.length, b.recipients);
+    const m = await simpleParser(got.find((tx) => tx.to[0] === 'person30@dest.example')!.raw);
+    t.equal(m.subject, 'By template, Name30');
+    t.match(m.html, /Template for Name30 \(person30@dest\.example\)/);
+    t.match(m.html, /href="[^"]+\/unsubscribe\/[a-z0-9]+"/);
+    t.match(m.text, /Template for Name30/);
+  });
+
   t.test('tenant isolation and the Free plan quota', async (t) => {
     const other = await createOtherTeam(app, 'free');
     const as = (method: string, path: string, body?: unknown) => app.request(method, path, { key: other.apiKey, ...(body ? { body } : {}) });

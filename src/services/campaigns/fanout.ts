@@ -144,6 +144,8 @@ export async function runStart(ctx: AppContext, job: Job): Promise<JobOutcome> {
     const rule = await audienceRule(ctx.db, row, at);
     for (;;) {
       const done = await ctx.db.transaction(async (trx) => {
+        const now = await load(trx, pk);
+        if (!now || !ACTIVE.has(now.status)) return true; // cancelled meanwhile
         const [last] = await queryRows<{ m: number | null }>(trx, 'SELECT max(contact_pk) AS m FROM broadcast_recipients WHERE broadcast_pk = ?', [pk]);
         const n = await execute(
           trx,
@@ -163,6 +165,7 @@ export async function runStart(ctx: AppContext, job: Job): Promise<JobOutcome> {
     const refusal = await quotaRefusal(ctx, row, n);
     await ctx.db.transaction(async (trx) => {
       const fresh = await load(trx, pk);
+      if (fresh && !ACTIVE.has(fresh.status)) await trx('broadcast_recipients').where({ broadcast_pk: pk, status: 'pending' }).update({ status: 'cancelled' });
       if (!fresh || !ACTIVE.has(fresh.status) || fresh.frozen) return;
       const now = ctx.clock.now();
       const update: Partial<BroadcastRow> = { frozen: 1, recipient_count: n, updated_at: now.toISOString() };
