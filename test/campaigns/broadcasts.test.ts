@@ -174,6 +174,9 @@ t.test('broadcasts', async (t) => {
       const v = await dkimVerify(tx.raw, { resolver: (name: string, rr: string) => app.appliance.ctx.dns.raw(name, rr) as Promise<string[][]> });
       t.equal(v.results[0]?.status.result, 'pass', 'DKIM verifies');
     }
+    // Its recipients were sent mail: the engagement segments see them (none has opened anything yet).
+    const never = await app.request<{ meta: { total: number } }>('GET', '/contacts?engagement_segment=never_opened&per_page=1');
+    t.equal(never.body.meta.total, expected);
     // Each recipient is an ordinary email, naming the broadcast.
     const emails = await app.request<{ data: Array<{ publicId: string; tags: string[] }>; meta: { total: number } }>('GET', '/emails?tag=newsletter&per_page=100');
     t.ok(emails.body.meta.total >= expected);

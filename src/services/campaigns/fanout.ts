@@ -325,9 +325,14 @@ async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, w
     }
   }
   const sender = { teamId: row.team_id, apiKeyId: row.api_key_id, mode: row.mode };
+  // Beside each email, in its transaction: the recipient marked with it, and the contact's last send (what the
+  // engagement segments read: `inactive_90d` and `never_opened` are about contacts who were sent mail).
+  const sentAt = at.toISOString();
   const results = await sendEmails(ctx, sender, inputs, {
-    afterWrite: (i) => (trx, email) =>
-      write(trx, "UPDATE broadcast_recipients SET status = 'queued', email_id = ? WHERE broadcast_pk = ? AND contact_pk = ?", [email.id, row.pk, sent[i]!.contact_pk]),
+    afterWrite: (i) => async (trx, email) => {
+      await write(trx, "UPDATE broadcast_recipients SET status = 'queued', email_id = ? WHERE broadcast_pk = ? AND contact_pk = ?", [email.id, row.pk, sent[i]!.contact_pk]);
+      if (row.mode === 'live') await write(trx, 'UPDATE contacts SET last_sent_at = ? WHERE pk = ?', [sentAt, sent[i]!.contact_pk]);
+    },
   });
   results.forEach((r, i) => {
     if (r instanceof AppError) failed.push({ contact_pk: sent[i]!.contact_pk, error: `${r.code}: ${r.message}` });
