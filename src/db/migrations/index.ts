@@ -17,6 +17,7 @@ import * as audience from './014-audience.js';
 import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
 import * as tracking from './018-tracking.js';
+import * as broadcasts from './019-broadcasts.js';
 import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
@@ -43,6 +44,7 @@ export const migrations: Migration[] = [
   { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
   { name: '018-tracking', ...tracking },
+  { name: '019-broadcasts', ...broadcasts },
   { name: '026-imap-recent', ...imapRecent },
 ];
 

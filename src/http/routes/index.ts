@@ -21,6 +21,7 @@ import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
 import { mcpRoutes } from '../../mcp/endpoint.js';
+import { broadcastRoutes } from './campaigns/broadcasts.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -31,6 +32,8 @@ documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
 documented.push(...templateRoutes);
 // Subscription topics, suppressions, and the public pages of an email's unsubscribe links.
 documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
+// Broadcasts (issue 30).
+documented.push(...broadcastRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).

@@ -90,12 +90,15 @@ export async function readUnsubscribeToken(ctx: AppContext, q: Queryable, token:
 }
 
 
+/** The public page of a token (the preference page; a POST there is the one-click unsubscribe). */
+export const unsubscribeUrl = (ctx: AppContext, token: string) => `${publicBaseUrl(ctx)}${UNSUBSCRIBE_PATH}/${token}`;
+
 /**
  * The headers an email carries for the token: List-Unsubscribe with the https URL first (RFC 8058 §3.1: the
  * one-click POST goes there) and the mailto second (RFC 2369), and List-Unsubscribe-Post.
  */
 export function unsubscribeHeaders(ctx: AppContext, token: string): Record<string, string> {
-  const url = `${publicBaseUrl(ctx)}${UNSUBSCRIBE_PATH}/${token}`;
+  const url = unsubscribeUrl(ctx, token);
   const mailto = `mailto:${UNSUBSCRIBE_LOCAL_PREFIX}${token}@${ctx.config.hostname}?subject=unsubscribe`;
   return { 'List-Unsubscribe': `<${url}>, <${mailto}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
 }

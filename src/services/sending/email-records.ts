@@ -38,6 +38,8 @@ export interface EmailRow {
   /** The template and version it was rendered from (migration 017); null for a send without one. */
   template_id: string | null;
   template_version: number | null;
+  /** The broadcast it was sent for (`bc_…`, migration 019); null for any other send. */
+  broadcast_id: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -207,6 +207,7 @@ export const Email = z
     sent_at: z.iso.datetime().nullable(),
     delivered_at: z.iso.datetime().nullable(),
     template: z.object({ id: z.string(), version: z.number().int() }).nullable().describe('the template and version the email was rendered from'),
+    broadcast_id: z.string().nullable().describe('the broadcast (bc_…) this email is one recipient’s copy of'),
   })
   .meta({ id: 'Email' });
 
