@@ -22,3 +22,5 @@ export {
   type Template,
   type TemplateVersion,
 } from './templates.js';
+// Merge tags for content that is not a stored template (a workflow's inline email).
+export { parsePart, renderPart, type ParsedPart } from './merge-tags.js';
