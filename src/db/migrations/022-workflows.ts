@@ -12,8 +12,9 @@ import type { Knex } from 'knex';
 export async function up(knex: Knex): Promise<void> {
   // status: draft | active | paused. trigger_type/trigger_key/trigger_pk: the graph's trigger, for matching
   // without parsing the graph (trigger_pk: the segment's or topic's pk for those triggers).
+  // AUTOINCREMENT (here and for runs): a job names its workflow or run by pk, so a pk is never used again.
   await knex.raw(`CREATE TABLE workflows (
-    pk INTEGER PRIMARY KEY,
+    pk INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     team_id TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
@@ -39,7 +40,7 @@ export async function up(knex: Knex): Promise<void> {
   // job is due at wake_at) | paused (its workflow was paused; resumed on activate) | completed | exited |
   // failed. active: 1 until it ends; one active run per workflow and contact unless the workflow allows more.
   await knex.raw(`CREATE TABLE workflow_runs (
-    pk INTEGER PRIMARY KEY,
+    pk INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     workflow_pk INTEGER NOT NULL REFERENCES workflows(pk) ON DELETE CASCADE,
     team_id TEXT NOT NULL,

@@ -35,7 +35,7 @@ const Trigger = z.discriminatedUnion(
     z.object({ type: z.literal('schedule'), cron: text(200), segment_id: text(100).optional(), next: stepRef }).strict(),
     z.object({ type: z.literal('manual'), next: stepRef }).strict(),
   ],
-  { error: `type must be one of: ${TRIGGER_TYPES.join(', ')}` },
+  { error: `must be one of: ${TRIGGER_TYPES.join(', ')}` },
 );
 
 const Duration = z
@@ -106,7 +106,7 @@ const Step = z.discriminatedUnion(
     z.object({ ...base, type: z.literal('webhook'), url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048), next: stepRef }).strict(),
     z.object({ ...base, type: z.literal('exit') }).strict(),
   ],
-  { error: `type must be one of: ${STEP_TYPES.join(', ')}` },
+  { error: `must be one of: ${STEP_TYPES.join(', ')}` },
 );
 
 export type Trigger = z.output<typeof Trigger>;
@@ -129,12 +129,22 @@ export function nextOf(step: Step): string[] {
   }
 }
 
-function issueText(issue: z.core.$ZodIssue, path: PropertyKey[]): string {
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur = root;
+  for (const k of path) cur = cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[k] : undefined;
+  return cur;
+}
+
+/** `field: message` for the first issue of a step or the trigger (`raw`: what was sent). */
+function issueText(issue: z.core.$ZodIssue, raw: unknown): { text: string; missing: boolean } {
+  const path = issue.path;
   const where = path.map(String).join('.');
+  const missing = path.length > 0 && valueAt(raw, path) === undefined && issue.code !== 'custom';
   let message = issue.message;
-  if (issue.code === 'invalid_type' && message.startsWith('Invalid input')) message = issue.input === undefined ? 'is required' : `must be ${issue.expected === 'object' ? 'an object' : `a ${issue.expected}`}`;
+  if (missing) message = 'is required';
+  else if (issue.code === 'invalid_type' && message.startsWith('Invalid input')) message = `must be ${issue.expected === 'object' ? 'an object' : `a ${issue.expected}`}`;
   if (issue.code === 'unrecognized_keys') message = `unknown field${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}`;
-  return where ? `${where}: ${message}` : message;
+  return { text: where ? `${where}: ${message}` : message, missing };
 }
 
 /** A cron expression as node-cron takes it (5 fields, or 6 with seconds first), checked; null when fine. */
@@ -194,7 +204,10 @@ export function parseGraph(input: unknown, timezone: string): Graph {
   if (raw.steps.length > MAX_STEPS) throw badRequest(`steps: must contain at most ${MAX_STEPS} steps`);
 
   const trigger = Trigger.safeParse(raw.trigger);
-  if (!trigger.success) throw badRequest(`trigger${trigger.error.issues[0]!.path.length ? '.' : ': '}${issueText(trigger.error.issues[0]!, trigger.error.issues[0]!.path)}`);
+  if (!trigger.success) {
+    const issue = trigger.error.issues[0]!;
+    throw badRequest(`trigger${issue.path.length ? '.' : ': '}${issueText(issue, raw.trigger).text}`);
+  }
   if (trigger.data.type === 'schedule') {
     const problem = cronProblem(trigger.data.cron, timezone);
     if (problem) throw badRequest(`trigger.cron: ${problem}`);
@@ -208,8 +221,8 @@ export function parseGraph(input: unknown, timezone: string): Graph {
     const parsed = Step.safeParse(s);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      const msg = issueText(issue, issue.path);
-      throw badRequest(`${name}: ${msg}${issue.path[0] === 'next' && issue.input === undefined ? ' (every branch ends at an exit step)' : ''}`);
+      const { text, missing } = issueText(issue, s);
+      throw badRequest(`${name}: ${text}${issue.path[0] === 'next' && missing ? ' (every branch ends at an exit step)' : ''}`);
     }
     const step = parsed.data;
     if (byId.has(step.id)) throw badRequest(`step '${step.id}': the id is used by another step`);

@@ -101,7 +101,7 @@ async function loadRun(ctx: AppContext, pk: number): Promise<LoadedRun | undefin
 /** Parsed graphs by workflow and graph version (a version never changes). */
 const graphs = new Map<string, Graph>();
 function graphOf(run: LoadedRun): Graph {
-  const key = `${run.wf_pk}:${run.graph_version}`;
+  const key = `${run.wf_id}:${run.graph_version}`;
   let g = graphs.get(key);
   if (!g) {
     if (graphs.size > 1000) graphs.clear();
