@@ -45,7 +45,7 @@ async function subjectsOf(sink: SmtpSink): Promise<Array<{ to: string; subject: 
   return Promise.all(
     sink.accepted.map(async (tx) => {
       const p = await simpleParser(tx.raw);
-      return { to: tx.to[0]!, subject: p.subject ?? '', html: typeof p.html === 'string' ? p.html : '', text: p.text ?? '', listUnsubscribe: /^List-Unsubscribe: /im.test(tx.raw.toString()) };
+      return { to: tx.to[0]!, subject: p.subject ?? '', html: typeof p.html === 'string' ? p.html : '', text: p.text ?? '', listUnsubscribe: /^List-Unsubscribe:/im.test(tx.raw.toString()) };
     }),
   );
 }
