@@ -11,10 +11,11 @@
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../core/errors.js';
 import { newPublicId } from '../../core/ids.js';
-import { queryRows, readsOf, type Queryable } from '../../db/index.js';
+import { Batcher } from '../../db/batcher.js';
+import { execute, queryRows, readsOf, type Queryable } from '../../db/index.js';
 import { postWebhook } from '../../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../../events/webhook-signature.js';
-import type { Job, JobOutcome } from '../../jobs/queue.js';
+import type { Job, JobOutcome, JobSpec } from '../../jobs/queue.js';
 import { addMembers, getContactSubscriptions, removeMembers, segmentMembership, suppressedAmong, updateContact } from '../audience/index.js';
 import { sendEmails, type SendEmailInput } from '../sending/index.js';
 import { parsePart, renderPart } from '../templates/index.js';
@@ -87,7 +88,7 @@ interface LoadedRun {
 
 async function loadRun(ctx: AppContext, pk: number): Promise<LoadedRun | undefined> {
   const [row] = await queryRows<LoadedRun>(
-    ctx.db,
+    readsOf(ctx.db),
     `SELECT r.pk, r.id, r.team_id, r.contact_id, r.email, r.trigger, r.step, r.seq, r.state, r.active, r.wake_at,
             w.pk AS wf_pk, w.id AS wf_id, w.status AS wf_status, w.graph, w.graph_version, w.timezone, w.mode, w.secret_sealed,
             c.pk AS c_pk, c.email AS c_email, c.first_name, c.last_name, c.unsubscribed, c.properties, c.created_at AS c_created_at
@@ -317,38 +318,64 @@ async function executeStep(ctx: AppContext, run: LoadedRun, step: Step): Promise
   }
 }
 
+interface Commit {
+  run: LoadedRun;
+  step: { id: string; type: string };
+  result: StepResult;
+}
+
+/** One commit's statements in a transaction; false when the run had moved already (a stale job). */
+async function applyCommit(trx: Queryable, { run, step, result: r }: Commit, now: string, waits: JobSpec[]): Promise<boolean> {
+  const ended = r.next === null;
+  const changed = await execute(
+    trx,
+    'UPDATE workflow_runs SET seq = ?, step = ?, state = ?, active = ?, wake_at = ?, reason = ?, updated_at = ?, finished_at = ? WHERE pk = ? AND seq = ? AND active = 1',
+    [run.seq + 1, ended ? null : r.next, ended ? (r.end ?? 'completed') : r.wakeAt ? 'waiting' : 'ready', ended ? 0 : 1, r.wakeAt ? r.wakeAt.toISOString() : null, ended ? (r.reason ?? null) : null, now, ended ? now : null, run.pk, run.seq],
+  );
+  if (changed === 0) return false;
+  await execute(trx, 'INSERT INTO workflow_run_steps (run_pk, seq, step_id, type, outcome, reason, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+    run.pk,
+    run.seq,
+    step.id,
+    step.type,
+    r.outcome,
+    r.reason ?? null,
+    JSON.stringify(r.data ?? {}),
+    r.emailId ?? null,
+    now,
+  ]);
+  if (r.wakeAt) waits.push({ kind: STEP_JOB, payload: { run: run.pk }, runAt: r.wakeAt });
+  return true;
+}
+
+/**
+ * Group commit of steps: the steps of all runs that finish while one write transaction runs share the next
+ * one (each still conditional on its own run's seq), and their waits' jobs are written with one statement.
+ */
+const stepWriters = new WeakMap<AppContext, Batcher<Commit, boolean>>();
+function stepWriter(ctx: AppContext): Batcher<Commit, boolean> {
+  let w = stepWriters.get(ctx);
+  if (!w) {
+    w = new Batcher<Commit, boolean>(
+      (items) =>
+        ctx.db.transaction(async (trx) => {
+          const now = ctx.clock.now().toISOString();
+          const waits: JobSpec[] = [];
+          const out: boolean[] = [];
+          for (const item of items) out.push(await applyCommit(trx, item, now, waits));
+          if (waits.length) await ctx.jobs.enqueueMany(trx, waits);
+          return out;
+        }),
+      500,
+    );
+    stepWriters.set(ctx, w);
+  }
+  return w;
+}
+
 /** Records a step's result and moves the run; false when the run had moved already (a stale job). */
-async function commitStep(ctx: AppContext, run: LoadedRun, step: { id: string; type: string }, r: StepResult): Promise<boolean> {
-  const now = ctx.clock.now().toISOString();
-  return ctx.db.transaction(async (trx) => {
-    const ended = r.next === null;
-    const changed = await trx('workflow_runs')
-      .where({ pk: run.pk, seq: run.seq, active: 1 })
-      .update({
-        seq: run.seq + 1,
-        step: ended ? null : r.next,
-        state: ended ? (r.end ?? 'completed') : r.wakeAt ? 'waiting' : 'ready',
-        active: ended ? 0 : 1,
-        wake_at: r.wakeAt ? r.wakeAt.toISOString() : null,
-        reason: ended ? (r.reason ?? null) : null,
-        updated_at: now,
-        finished_at: ended ? now : null,
-      });
-    if (changed === 0) return false;
-    await trx('workflow_run_steps').insert({
-      run_pk: run.pk,
-      seq: run.seq,
-      step_id: step.id,
-      type: step.type,
-      outcome: r.outcome,
-      reason: r.reason ?? null,
-      data: JSON.stringify(r.data ?? {}),
-      email_id: r.emailId ?? null,
-      created_at: now,
-    });
-    if (r.wakeAt) await ctx.jobs.enqueue(trx, STEP_JOB, { run: run.pk }, { runAt: r.wakeAt });
-    return true;
-  });
+function commitStep(ctx: AppContext, run: LoadedRun, step: { id: string; type: string }, result: StepResult): Promise<boolean> {
+  return stepWriter(ctx).submit({ run, step, result });
 }
 
 async function endRun(ctx: AppContext, run: LoadedRun, state: 'exited' | 'failed', outcome: string, reason: string): Promise<void> {
