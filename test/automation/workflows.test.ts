@@ -32,6 +32,7 @@ interface Run {
   state: string;
   step: string | null;
   reason: string | null;
+  wake_at: string | null;
   trigger: Record<string, unknown>;
   steps: RunStep[];
 }
@@ -358,6 +359,29 @@ t.test('workflows API', async (t) => {
     await drain();
     t.equal((await runs(mine.id)).meta.total, 0, "another team's event starts nothing here");
     t.equal((await app.request<{ runs: { active: number; completed: number } }>('GET', `/workflows/${mine.id}`)).body.runs.completed, 0);
+  });
+
+  t.test('wait until a time of day, in the workflow time zone; events with a sending_access key', async (t) => {
+    // The clock stands at 2026-03-01T10:00Z: 11:00 in Paris. The next 09:00 there is 08:00Z the next day.
+    const wf = (
+      await create({
+        name: 'Morning',
+        timezone: 'Europe/Paris',
+        graph: { trigger: { type: 'event', name: 'morning', next: 'w' }, steps: [{ id: 'w', type: 'wait', until: '09:00', next: 'e' }, { id: 'e', type: 'exit' }] },
+      })
+    ).body.workflow;
+    await app.request('POST', `/workflows/${wf.id}/activate`);
+    const cid = await contact('morning@dest.example');
+    const sending = await app.request<{ token: string }>('POST', '/api-keys', { body: { name: 'events', permission: 'sending_access' } });
+    const posted = await app.request('POST', '/workflows/events', { key: sending.body.token, body: { name: 'morning', contact_id: cid } });
+    t.equal(posted.status, 202, 'any key may post events');
+    await drain();
+    const run = (await runs(wf.id)).data[0]!;
+    const expected = new Date(app.clock.now());
+    expected.setUTCDate(expected.getUTCDate() + 1);
+    expected.setUTCHours(8, 0, 0, 0);
+    t.match(run, { state: 'waiting', wake_at: expected.toISOString() });
+    t.equal(run.steps[0]!.reason, `until ${expected.toISOString()}`);
   });
 
   t.test('a deleted contact ends its run', async (t) => {

@@ -11,7 +11,7 @@
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../core/errors.js';
 import { newPublicId } from '../../core/ids.js';
-import { Batcher } from '../../db/batcher.js';
+import { Batcher, insertRows } from '../../db/batcher.js';
 import { execute, queryRows, readsOf, type Queryable } from '../../db/index.js';
 import { postWebhook } from '../../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../../events/webhook-signature.js';
@@ -28,14 +28,14 @@ export const SCHEDULE_JOB = 'workflow.schedule';
 const STEPS_PER_JOB = 50;
 
 export interface Entry {
-  workflow: Pick<WorkflowRow, 'pk' | 'team_id' | 'allow_concurrent_runs'>;
+  workflow: Pick<WorkflowRow, 'pk' | 'team_id' | 'allow_concurrent_runs'> & { timezone?: string };
   graph: Graph;
   contact: { pk: number; id: string; email: string };
   /** What started the run: the trigger's type and its data (merge tags read it as `data`). */
   trigger: { type: string; data: Record<string, unknown>; [k: string]: unknown };
 }
 
-const RUN_COLUMNS = ['id', 'workflow_pk', 'team_id', 'contact_pk', 'contact_id', 'email', 'trigger', 'step', 'seq', 'state', 'active', 'exclusive', 'created_at', 'updated_at'];
+const RUN_COLUMNS = ['id', 'workflow_pk', 'team_id', 'contact_pk', 'contact_id', 'email', 'trigger', 'step', 'seq', 'state', 'wake_at', 'active', 'exclusive', 'created_at', 'updated_at'];
 
 /**
  * Starts runs in the caller's transaction: a contact already in an active run of an exclusive workflow is
@@ -43,18 +43,45 @@ const RUN_COLUMNS = ['id', 'workflow_pk', 'team_id', 'contact_pk', 'contact_id',
  * entry's run id, or null when it was left out.
  */
 export async function enterRuns(ctx: AppContext, trx: Queryable, entries: Entry[]): Promise<Array<string | null>> {
-  const now = ctx.clock.now().toISOString();
+  const at = ctx.clock.now();
+  const now = at.toISOString();
   const ids = entries.map(() => newPublicId('wfr'));
+  // A graph that begins with a wait: the run starts already waiting (the wait's step row written with it), so
+  // entering costs no job until the wait ends.
+  const firstWait = entries.map((e) => {
+    const first = e.graph.steps.find((s) => s.id === e.graph.trigger.next);
+    return first?.type === 'wait' ? { step: first, until: waitEnd(first, at, e.workflow.timezone ?? 'UTC') } : null;
+  });
   const started = new Map<string, number>();
   for (let i = 0; i < entries.length; i += 200) {
     const chunk = entries.slice(i, i + 200);
-    const values = chunk.flatMap((e, j) => [ids[i + j], e.workflow.pk, e.workflow.team_id, e.contact.pk, e.contact.id, e.contact.email, JSON.stringify(e.trigger), e.graph.trigger.next, 0, 'ready', 1, e.workflow.allow_concurrent_runs ? 0 : 1, now, now]);
+    const values = chunk.flatMap((e, j) => {
+      const w = firstWait[i + j];
+      return [ids[i + j], e.workflow.pk, e.workflow.team_id, e.contact.pk, e.contact.id, e.contact.email, JSON.stringify(e.trigger), w ? w.step.next : e.graph.trigger.next, w ? 1 : 0, w ? 'waiting' : 'ready', w ? w.until.toISOString() : null, 1, e.workflow.allow_concurrent_runs ? 0 : 1, now, now];
+    });
     const tuple = `(${RUN_COLUMNS.map(() => '?').join(', ')})`;
     const rows = await queryRows<{ pk: number; id: string }>(trx, `INSERT OR IGNORE INTO workflow_runs (${RUN_COLUMNS.join(', ')}) VALUES ${chunk.map(() => tuple).join(', ')} RETURNING pk, id`, values);
     for (const r of rows) started.set(r.id, r.pk);
   }
-  if (started.size) await ctx.jobs.enqueueMany(trx, [...started.values()].map((pk) => ({ kind: STEP_JOB, payload: { run: pk } })));
+  const jobs: JobSpec[] = [];
+  const stepRows: Array<Record<string, unknown>> = [];
+  entries.forEach((_, i) => {
+    const pk = started.get(ids[i]!);
+    if (pk === undefined) return;
+    const w = firstWait[i];
+    if (!w) return void jobs.push({ kind: STEP_JOB, payload: { run: pk } });
+    const until = w.until.toISOString();
+    stepRows.push({ run_pk: pk, seq: 0, step_id: w.step.id, type: 'wait', outcome: 'waiting', reason: `until ${until}`, data: JSON.stringify({ until }), email_id: null, created_at: now });
+    jobs.push({ kind: STEP_JOB, payload: { run: pk }, runAt: w.until });
+  });
+  if (stepRows.length) await insertRows(trx, 'workflow_run_steps', stepRows);
+  if (jobs.length) await ctx.jobs.enqueueMany(trx, jobs);
   return ids.map((id) => (started.has(id) ? id : null));
+}
+
+/** When a wait step that starts at `at` ends. */
+function waitEnd(step: Extract<Step, { type: 'wait' }>, at: Date, timezone: string): Date {
+  return step.duration ? new Date(at.getTime() + durationMs(step.duration)) : nextTimeOfDay(step.until!, timezone, at);
 }
 
 interface LoadedRun {
@@ -220,7 +247,7 @@ async function executeStep(ctx: AppContext, run: LoadedRun, step: Step): Promise
     case 'exit':
       return { outcome: 'completed', reason: 'reached an exit step', next: null, end: 'completed' };
     case 'wait': {
-      const wakeAt = step.duration ? new Date(now.getTime() + durationMs(step.duration)) : nextTimeOfDay(step.until!, run.timezone, now);
+      const wakeAt = waitEnd(step, now, run.timezone);
       return { outcome: 'waiting', reason: `until ${wakeAt.toISOString()}`, data: { until: wakeAt.toISOString() }, next: step.next, wakeAt };
     }
     case 'condition': {
