@@ -183,7 +183,7 @@ t.test('a schedule trigger fires as the clock moves, in the workflow time zone; 
   const seg = (await app.request<{ segment: { id: string } }>('POST', '/segments', { body: { name: 'Digest readers' } })).body.segment.id;
   const a = await contact(app, 'a@dest.example', { first_name: 'Ada' });
   const b = await contact(app, 'b@dest.example');
-  await contact(app, 'c@dest.example');
+  const c = await contact(app, 'c@dest.example');
   await app.request('POST', `/segments/${seg}/contacts`, { body: { contact_ids: [a, b] } });
 
   const tpl = await app.request<{ template: { id: string } }>('POST', '/templates', { body: { name: 'Digest', subject: 'Your digest, {{ contact.first_name | default: "reader" }}', html: '<p>Digest for {{ contact.email }}</p>' } });
@@ -244,4 +244,21 @@ t.test('a schedule trigger fires as the clock moves, in the workflow time zone; 
   mail = await subjectsOf(sink);
   t.same(mail.slice(4).map((m) => `${m.to}|${m.subject}`), ['a@dest.example|Thanks for reading']);
   t.match((await runsOf(app, follow))[0], { contact_id: a, state: 'completed' });
+
+  // email.bounced: the bounced recipient (not every recipient of the email) enters.
+  const onBounce = (
+    await app.request<{ workflow: { id: string } }>('POST', '/workflows', {
+      body: { name: 'On bounce', graph: { trigger: { type: 'email.bounced', next: 'mark' }, steps: [{ id: 'mark', type: 'update_contact', last_name: 'Bounced', next: 'end' }, { id: 'end', type: 'exit' }] } },
+    })
+  ).body.workflow.id;
+  await app.request('POST', `/workflows/${onBounce}/activate`);
+  sink.recipients.set('c@dest.example', { code: 550, text: '5.1.1 No such user' });
+  const sent = await app.request('POST', '/emails', { body: { from: 'news@acme.example', to: ['b@dest.example', 'c@dest.example'], subject: 'Hello', text: 'Hi' } });
+  t.equal(sent.status, 202);
+  await drain();
+  await drain();
+  const bounceRuns = await runsOf(app, onBounce);
+  t.same(bounceRuns.map((r) => r.contact_id), [c], 'only the bounced recipient');
+  t.match(bounceRuns[0], { state: 'completed', trigger: { type: 'email.bounced' } });
+  t.match((await app.request<{ contact: { last_name: string } }>('GET', `/contacts/${c}`)).body.contact, { last_name: 'Bounced' });
 });

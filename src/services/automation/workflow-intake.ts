@@ -48,6 +48,12 @@ async function contactsWhere(q: Queryable, column: 'pk' | 'id', values: unknown[
   return out;
 }
 
+/** Whom an email event is about: its `recipient` (a bounce names one; opens and clicks may), else every `to`. */
+function recipientsOf(body: Record<string, unknown>): string[] {
+  if (typeof body.recipient === 'string') return [body.recipient];
+  return Array.isArray(body.to) ? (body.to as unknown[]).map((a) => String(a).replace(/^.*<([^>]+)>\s*$/, '$1').trim()) : [];
+}
+
 /** One batch of events and inbox rows; answers how many were read (0: caught up). */
 async function intakeBatch(ctx: AppContext): Promise<number> {
   return ctx.db.transaction(async (trx) => {
@@ -76,7 +82,7 @@ async function intakeBatch(ctx: AppContext): Promise<number> {
       const byPk = new Map((await contactsWhere(trx, 'pk', inbox.map((r) => r.contact_pk))).map((c) => [c.pk, c]));
       const createdIds = parsed.filter((e) => e.type === 'contact.created').map((e) => e.body.contact_id);
       const byId = new Map((await contactsWhere(trx, 'id', createdIds)).map((c) => [c.id, c]));
-      const addressKeys = parsed.filter((e) => e.type !== 'contact.created').flatMap((e) => (Array.isArray(e.body.to) ? (e.body.to as unknown[]).map((a) => String(a).toLowerCase()) : []));
+      const addressKeys = parsed.filter((e) => e.type !== 'contact.created').flatMap((e) => recipientsOf(e.body).map((a) => a.toLowerCase()));
       const byAddress = new Map<string, ContactRef>();
       for (let i = 0; i < addressKeys.length; i += 500) {
         const chunk = [...new Set(addressKeys.slice(i, i + 500))];
@@ -89,7 +95,7 @@ async function intakeBatch(ctx: AppContext): Promise<number> {
           const contacts =
             e.type === 'contact.created'
               ? [byId.get(String(e.body.contact_id))]
-              : (Array.isArray(e.body.to) ? (e.body.to as unknown[]) : []).map((a) => byAddress.get(`${e.team_id}\u0000${String(a).toLowerCase()}`));
+              : recipientsOf(e.body).map((a) => byAddress.get(`${e.team_id}\u0000${a.toLowerCase()}`));
           for (const c of contacts) {
             if (!c || c.team_id !== e.team_id) continue;
             const data = e.type === 'contact.created' ? {} : { email_id: e.body.email_id ?? null, ...(e.body.link !== undefined ? { link: e.body.link } : {}) };
