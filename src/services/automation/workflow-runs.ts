@@ -412,24 +412,55 @@ async function endRun(ctx: AppContext, run: LoadedRun, state: 'exited' | 'failed
 /** The STEP_JOB handler: runs a run's steps from where it is until a wait, a pause or its end. */
 export async function runSteps(ctx: AppContext, job: Job): Promise<JobOutcome> {
   const pk = (job.payload as { run: number }).run;
+  // The run is read once per job and then carried forward: its own steps are the only writers of its row (each
+  // commit conditional on the seq read here); after an update_contact the contact is read again if the next
+  // step reads it.
+  let run = await loadRun(ctx, pk);
   for (let i = 0; i < STEPS_PER_JOB; i++) {
-    const run = await loadRun(ctx, pk);
     if (!run || !run.active || run.state === 'paused') return;
     // A wait's job that comes early (or a stale one): the run's own job is still due.
     if (run.state === 'waiting' && run.wake_at && new Date(run.wake_at).getTime() > ctx.clock.now().getTime()) return;
-    if (run.wf_status !== 'active') {
+    if (run.wf_status !== 'active' || (i > 0 && i % 10 === 0 && !(await stillActive(ctx, run.wf_pk)))) {
       await ctx.db('workflow_runs').where({ pk: run.pk, seq: run.seq, active: 1 }).update({ state: 'paused', updated_at: ctx.clock.now().toISOString() });
       return;
     }
     if (run.c_pk === null) return endRun(ctx, run, 'exited', 'exited', 'the contact was deleted');
-    const step = graphOf(run).steps.find((s) => s.id === run.step);
-    if (!step) return endRun(ctx, run, 'failed', 'failed', `step '${run.step}' is no longer in the workflow's graph`);
-    const result = await executeStep(ctx, run, step);
-    const moved = await commitStep(ctx, run, step, result);
+    const current = run;
+    const step = graphOf(current).steps.find((s) => s.id === current.step);
+    if (!step) return endRun(ctx, current, 'failed', 'failed', `step '${current.step}' is no longer in the workflow's graph`);
+    const result = await executeStep(ctx, current, step);
+    const moved = await commitStep(ctx, current, step, result);
     if (!moved || result.next === null || result.wakeAt) return;
+    run = { ...current, seq: current.seq + 1, step: result.next, state: 'ready', wake_at: null };
+    if (step.type === 'update_contact') {
+      // A step that reads the contact reads it as the audience stored it (its value checks may normalise).
+      const reads = graphOf(run).steps.find((s) => s.id === result.next);
+      if (reads && (reads.type === 'condition' || reads.type === 'send_email' || reads.type === 'webhook')) run = await loadRun(ctx, pk);
+      else applyContactChange(run, step);
+    }
   }
   // A long chain of instant steps: the rest in a new job (others get a turn).
   await ctx.jobs.enqueue(ctx.db, STEP_JOB, { run: pk });
+}
+
+async function stillActive(ctx: AppContext, wfPk: number): Promise<boolean> {
+  const r = (await readsOf(ctx.db)('workflows').where('pk', wfPk).first('status')) as { status: string } | undefined;
+  return r?.status === 'active';
+}
+
+/** What update_contact changed, on the carried copy (as audience's updateContact merges: null removes a property). */
+function applyContactChange(run: LoadedRun, step: Extract<Step, { type: 'update_contact' }>): void {
+  if (step.first_name !== undefined) run.first_name = step.first_name;
+  if (step.last_name !== undefined) run.last_name = step.last_name;
+  if (step.unsubscribed !== undefined) run.unsubscribed = step.unsubscribed ? 1 : 0;
+  if (step.properties !== undefined) {
+    const props = JSON.parse(run.properties ?? '{}') as Record<string, unknown>;
+    for (const [k, v] of Object.entries(step.properties)) {
+      if (v === null) delete props[k];
+      else props[k] = v;
+    }
+    run.properties = JSON.stringify(props);
+  }
 }
 
 /**
