@@ -92,6 +92,8 @@ async function intakeBatch(ctx: AppContext): Promise<number> {
       for (const e of parsed) {
         for (const w of byTeam.get(e.team_id) ?? []) {
           if (w.trigger_type !== e.type || e.id <= w.from_event_id) continue;
+          // Tracking records every open and click; only a recipient's first starts a run (`first: false` is a repeat).
+          if (e.body.first === false) continue;
           const contacts =
             e.type === 'contact.created'
               ? [byId.get(String(e.body.contact_id))]
