@@ -117,29 +117,42 @@ export const firstHeader = (headers: HeaderMap, name: string): string | null => 
 
 type Parsed = { name: string; address?: string; group?: Parsed[] };
 
-function flatten(list: Parsed[], out: EnvelopeAddress[]): void {
+/** Appends the addresses of `list`, groups flattened into their members; true when it held a group. */
+function flatten(list: Parsed[], out: EnvelopeAddress[]): boolean {
+  let grouped = false;
   for (const a of list) {
-    if (a.group) flatten(a.group, out);
-    else if (a.address) out.push({ name: a.name ? a.name : null, address: a.address });
+    if (a.group) {
+      flatten(a.group, out);
+      grouped = true;
+    } else if (a.address) out.push({ name: a.name ? a.name : null, address: a.address });
+  }
+  return grouped;
+}
+
+function readAddressList(value: string | null): { list: EnvelopeAddress[]; grouped: boolean } {
+  if (!value) return { list: [], grouped: false };
+  const list: EnvelopeAddress[] = [];
+  try {
+    return { list, grouped: flatten(addressparser(value) as Parsed[], list) };
+  } catch {
+    return { list: [], grouped: false };
   }
 }
 
 export function parseAddressList(value: string | null): EnvelopeAddress[] {
-  if (!value) return [];
-  const out: EnvelopeAddress[] = [];
-  try {
-    flatten(addressparser(value) as Parsed[], out);
-  } catch {
-    return [];
-  }
-  return out;
+  return readAddressList(value).list;
 }
 
 export function summarize(raw: Buffer): MessageSummary {
   const size = headerSize(raw);
   const h = parseHeaders(raw.subarray(0, size));
-  const addr = (name: string) => parseAddressList(h.get(name)?.join(', ') ?? null);
-  return {
+  let grouped = false;
+  const addr = (name: string) => {
+    const read = readAddressList(h.get(name)?.join(', ') ?? null);
+    grouped ||= read.grouped;
+    return read.list;
+  };
+  const summary: MessageSummary = {
     date: firstHeader(h, 'date'),
     subject: firstHeader(h, 'subject'),
     from: addr('from'),
@@ -152,4 +165,6 @@ export function summarize(raw: Buffer): MessageSummary {
     messageId: firstHeader(h, 'message-id'),
     headerSize: size,
   };
+  if (grouped) summary.groups = true;
+  return summary;
 }

@@ -69,7 +69,11 @@ export interface Folder {
   /** Counts at the time of reading. */
   messages: number;
   unseen: number;
+  /** Messages no IMAP session has seen yet (\Recent, RFC 3501 §2.3.2): UIDs from `recentUid` on. */
   recent: number;
+  recentUid: number;
+  /** Octets of all its messages (IMAP STATUS SIZE, RFC 8438). */
+  size: number;
 }
 
 export interface MessageMeta {
@@ -133,6 +137,11 @@ export interface MessageSummary {
   messageId: string | null;
   /** Bytes of the header block including the empty line that ends it: the body starts at this offset. */
   headerSize: number;
+  /**
+   * Set when an address field uses group syntax (`undisclosed-recipients:;`): the lists above hold the members
+   * only, and IMAP's ENVELOPE, which shows groups (RFC 3501 §7.4.2), is built from the source instead.
+   */
+  groups?: true;
 }
 
 /** The part of a message's metadata that changes, its size and content address: what IMAP reads per command. */
@@ -298,12 +307,22 @@ export interface MailStore {
   getFolder(mailboxId: number, path: string): Promise<Folder | null>;
   /** A folder by id (e.g. from a change or a StoredCopy), or null. */
   getFolderById(folderId: number): Promise<Folder | null>;
-  createFolder(mailboxId: number, path: string): Promise<Folder>;
+  /**
+   * Creates a folder (and its missing parents), subscribed unless `subscribed: false` (IMAP's CREATE: RFC 3501
+   * leaves subscribing to SUBSCRIBE; a folder a filter creates on delivery is subscribed, so clients show it).
+   */
+  createFolder(mailboxId: number, path: string, opts?: { subscribed?: boolean }): Promise<Folder>;
   /** Deletes the folder and its messages, not its subfolders; INBOX cannot be deleted. */
   deleteFolder(mailboxId: number, path: string): Promise<void>;
   /** Renames a folder and its children; renaming INBOX moves its messages to the new folder and leaves INBOX empty (RFC 3501). */
   renameFolder(mailboxId: number, from: string, to: string): Promise<void>;
   setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void>;
+  /**
+   * Claims \Recent up to `lastUid` for a session (RFC 3501 §2.3.2): moves the folder's first unseen UID past
+   * `lastUid` and returns where it was, in one transaction, so the messages from there to `lastUid` are recent
+   * for this session and for no other.
+   */
+  claimRecent(folderId: number, lastUid: number): Promise<number>;
 
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */

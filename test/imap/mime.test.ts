@@ -16,7 +16,7 @@ t.test('single part: envelope with quoted names and groups, body with parameters
   const s = summarize(raw);
   t.equal(
     s.envelope,
-    '(NIL "hi" (("Q, Bob" NIL "bob" "x.test")) (("Q, Bob" NIL "bob" "x.test")) (("Q, Bob" NIL "bob" "x.test")) ((NIL NIL "team" NIL) (NIL NIL "a" "x.test") (NIL NIL "b" "x.test") (NIL NIL NIL NIL) (NIL NIL "c" "x.test")) NIL NIL NIL NIL)',
+    '(NIL "hi" (("Q, Bob" NIL "bob" "x.test")) (("Q, Bob" NIL "bob" "x.test")) (("Q, Bob" NIL "bob" "x.test")) ((NIL NIL "team" NIL)(NIL NIL "a" "x.test")(NIL NIL "b" "x.test")(NIL NIL NIL NIL)(NIL NIL "c" "x.test")) NIL NIL NIL NIL)',
     'sender and reply-to default to from; a group is start and end markers',
   );
   t.equal(s.body, '("TEXT" "PLAIN" ("CHARSET" "ISO-8859-1" "FORMAT" "flowed") NIL NIL "8BIT" 14 2)');

@@ -16,7 +16,9 @@ import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
 import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
+import * as tracking from './018-tracking.js';
 import * as workflows from './022-workflows.js';
+import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
   name: string;
@@ -41,7 +43,9 @@ export const migrations: Migration[] = [
   { name: '014-audience', ...audience },
   { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
+  { name: '018-tracking', ...tracking },
   { name: '022-workflows', ...workflows },
+  { name: '026-imap-recent', ...imapRecent },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */

@@ -13,6 +13,7 @@ import { inboundRoutes } from './inbound/inbound.js';
 import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
 import { usageRoutes } from './sending/usage.js';
+import { trackingRoutes } from './sending/tracking.js';
 import { webhookRoutes } from './notifications/webhooks.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
@@ -20,6 +21,7 @@ import { templateRoutes } from './templates/templates.js';
 import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
+import { mcpRoutes } from '../../mcp/endpoint.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -36,6 +38,10 @@ documented.push(...autoconfigRoutes);
 documented.push(...emailValidationRoutes);
 // Workflows (issue 31, parts 3-4).
 documented.push(...workflowRoutes);
+// The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
+documented.push(...mcpRoutes);
+// Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.
+documented.push(...trackingRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -1,6 +1,7 @@
 // tag [UID] SEARCH [CHARSET c] keys (RFC 3501 §6.4.4; MODSEQ per RFC 7162 §3.1.5). Metadata keys are
 // answered from the store's rows, read per batch; header/body keys read each candidate's source once.
 import type { MessageState } from '../../mailstore/types.js';
+import { parseAddressList } from '../mime/addresses.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
@@ -47,23 +48,36 @@ function compareDay(day: number | null, cmp: 'before' | 'on' | 'since', target: 
 
 const contains = (hay: string, needle: string) => hay.toLowerCase().includes(needle.toLowerCase());
 
-function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): boolean {
+const ADDRESS_FIELDS = new Set(['from', 'to', 'cc', 'bcc']);
+
+/**
+ * An address field's addresses as `name local@domain`, parsed: `<user (comment)@ (comment) host>` is found by
+ * `user@host`, as Dovecot finds it (the field's text is searched too).
+ */
+function addressText(value: string): string {
+  return parseAddressList(value)
+    .map((a) => (a.kind === 'mailbox' ? `${a.name ?? ''} ${a.mailbox}${a.host === null ? '' : `@${a.host}`}` : a.kind === 'group-start' ? a.name : ''))
+    .join('\n');
+}
+
+function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, recent: ReadonlySet<number>): boolean {
   switch (key.op) {
     case 'all':
       return true;
     case 'and':
-      return key.keys.every((k) => matches(k, c, maxSeq, maxUid));
+      return key.keys.every((k) => matches(k, c, maxSeq, maxUid, recent));
     case 'or':
-      return matches(key.a, c, maxSeq, maxUid) || matches(key.b, c, maxSeq, maxUid);
+      return matches(key.a, c, maxSeq, maxUid, recent) || matches(key.b, c, maxSeq, maxUid, recent);
     case 'not':
-      return !matches(key.key, c, maxSeq, maxUid);
+      return !matches(key.key, c, maxSeq, maxUid, recent);
     case 'flag':
       return c.meta.flags.some((f) => f.toLowerCase() === key.flag.toLowerCase()) === key.present;
-    case 'new':
     case 'recent':
-      return false; // \Recent is not tracked per message: no message is recent
+      return recent.has(c.meta.uid);
+    case 'new':
+      return recent.has(c.meta.uid) && !c.meta.flags.some((f) => f.toLowerCase() === '\\seen');
     case 'old':
-      return true;
+      return !recent.has(c.meta.uid);
     case 'seq':
       return inSet(key.set, c.seq, maxSeq);
     case 'uid':
@@ -82,7 +96,12 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): 
       if (!c.tree) return false;
       const fields = c.tree.headers.filter((h) => h.key === key.field);
       if (key.value === '') return fields.length > 0;
-      return fields.some((h) => contains(decodeHeaderValue(h.value), key.value) || contains(h.value, key.value));
+      return fields.some(
+        (h) =>
+          contains(decodeHeaderValue(h.value), key.value) ||
+          contains(h.value, key.value) ||
+          (ADDRESS_FIELDS.has(key.field) && contains(decodeHeaderValue(addressText(h.value)), key.value)),
+      );
     }
     case 'body':
       return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
@@ -121,7 +140,7 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
           c.raw = await s.store.readMessage(view.folderId, meta.uid);
           if (c.raw) c.tree = parseMessage(c.raw);
         }
-        if (matches(cmd.key, c, maxSeq, maxUid)) {
+        if (matches(cmd.key, c, maxSeq, maxUid, view.recent)) {
           hits.push(cmd.uid ? meta.uid : i + 1);
           if (meta.modseq > highest) highest = meta.modseq;
         }

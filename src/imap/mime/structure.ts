@@ -2,7 +2,7 @@
 // send (the server caches these strings per message content, so a large FETCH does no parsing).
 import { parseAddressList } from './addresses.js';
 import { header, parseMessage, type HeaderField, type MimeNode } from './parse.js';
-import { formatString, formatValue, type ImapValue } from '../protocol/writer.js';
+import { formatString, formatValue, Raw, type ImapValue } from '../protocol/writer.js';
 import libmime from 'libmime';
 
 function addressList(headers: HeaderField[], key: string): ImapValue {
@@ -10,11 +10,13 @@ function addressList(headers: HeaderField[], key: string): ImapValue {
   if (!h || !h.value) return null;
   const list = parseAddressList(h.value);
   if (list.length === 0) return null;
-  return list.map((a): ImapValue => {
+  // `"(" 1*address ")"` (RFC 3501 §9): the addresses side by side, as the stored-summary path writes them.
+  const addresses = list.map((a): ImapValue => {
     if (a.kind === 'group-start') return [null, null, a.name, null];
     if (a.kind === 'group-end') return [null, null, null, null];
     return [a.name, null, a.mailbox, a.host];
   });
+  return new Raw(`(${addresses.map(formatValue).join('')})`);
 }
 
 function envelopeValue(headers: HeaderField[]): ImapValue {

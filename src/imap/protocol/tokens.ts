@@ -15,6 +15,13 @@ export class ParseError extends Error {
 
 const DELIMS = new Set([' ', '(', ')', '"']);
 
+/**
+ * The FETCH attributes whose `[section]` may hold spaces and parentheses (`BODY.PEEK[HEADER.FIELDS (A B)]`): their
+ * brackets span delimiters. Anywhere else `[` is an ATOM-CHAR and `]` an ASTRING-CHAR (RFC 3501 §9), as in a
+ * mailbox name `a[b`.
+ */
+const SECTIONED = /^(BODY|BODY\.PEEK|BINARY|BINARY\.PEEK|BINARY\.SIZE)$/i;
+
 /** Whether a text part leaves a `[` open (outside quoted strings): a section whose brackets go on past it. */
 function opensBracket(text: string): boolean {
   let open = false;
@@ -100,7 +107,7 @@ export function tokenize(parts: Part[]): Token[] {
       } else {
         let j = i;
         while (j < s.length && !DELIMS.has(s[j]!)) {
-          if (s[j] === '[') {
+          if (s[j] === '[' && SECTIONED.test(s.slice(i, j))) {
             const close = s.indexOf(']', j);
             if (close === -1) throw new ParseError('Unterminated [');
             j = close + 1;

@@ -13,6 +13,7 @@ import type { AppContext } from '../../context.js';
 import type { Queryable } from '../../db/index.js';
 import { base32Decode, base32Encode } from '../../core/base32.js';
 import { DAY } from '../../core/clock.js';
+import { publicBaseUrl } from '../platform/index.js';
 import type { ContactRow } from './contacts.js';
 import type { TopicRow } from './topics.js';
 
@@ -88,8 +89,6 @@ export async function readUnsubscribeToken(ctx: AppContext, q: Queryable, token:
   return { ok: true, target: { contact, topic: topic ?? null, emailKey: emailKey === 0 ? null : emailKey } };
 }
 
-/** Where people reach the box's pages: MAIL_PUBLIC_URL, else https://<MAIL_HOSTNAME>. */
-export const publicBaseUrl = (ctx: AppContext) => ctx.config.publicUrl ?? `https://${ctx.config.hostname}`;
 
 /**
  * The headers an email carries for the token: List-Unsubscribe with the https URL first (RFC 8058 §3.1: the

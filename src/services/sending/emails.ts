@@ -661,7 +661,12 @@ export interface EmailListItem {
 
 const likeEscape = (s: string) => `%${s.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** Newest first. `provider`, `country` and `device` describe opens and clicks, which are not tracked yet: they match nothing. */
+/**
+ * Newest first. `provider`, `country` and `device` match an email with an open or click (a timeline entry
+ * `opened`/`clicked`, tracking.ts) that has all of those given: provider and device as tracking names them
+ * (any case), country as an ISO 3166-1 alpha-2 code (any case). Machine hits count: they are hits of that
+ * provider (`machine` in the entry tells them apart).
+ */
 export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFilter, paging: PageRequest): Promise<Page<EmailListItem>> {
   const q = readsOf(ctx.db)<EmailRow>('emails').where('team_id', reader.teamId);
   if (reader.ownOnly) q.andWhere('api_key_id', reader.apiKeyId);
@@ -675,7 +680,14 @@ export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFi
   if (f.tag) q.andWhereRaw('EXISTS (SELECT 1 FROM json_each(emails.tags) WHERE json_each.value = ?)', [f.tag]);
   if (f.date_from) q.andWhere('created_at', '>=', new Date(f.date_from).toISOString());
   if (f.date_to) q.andWhere('created_at', '<=', new Date(f.date_to).toISOString());
-  if (f.provider || f.country || f.device) q.andWhereRaw('0');
+  if (f.provider || f.country || f.device) {
+    const hit: string[] = [];
+    const values: string[] = [];
+    if (f.provider) hit.push(`json_extract(ev.data, '$.provider') = ?`), values.push(f.provider.toLowerCase());
+    if (f.device) hit.push(`json_extract(ev.data, '$.device') = ?`), values.push(f.device.toLowerCase());
+    if (f.country) hit.push(`json_extract(ev.data, '$.country') = ?`), values.push(f.country.toUpperCase());
+    q.andWhereRaw(`EXISTS (SELECT 1 FROM email_events ev WHERE ev.email_id = emails.id AND ev.type IN ('opened', 'clicked') AND ${hit.join(' AND ')})`, values);
+  }
   const [{ n }] = (await q.clone().count({ n: '*' })) as [{ n: number }];
   const rows = await q.clone().orderBy('id', 'desc').offset(paging.offset).limit(paging.perPage);
   return toPage(

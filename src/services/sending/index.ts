@@ -16,6 +16,9 @@ export {
 export {
   getHold, getUsage, isSendQuotaRefusal, markEstablished, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause
 } from './quotas.js';
+export { readerOf, senderOf } from './principals.js';
 export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
 export { sendSystemEmail } from './system-mail.js';
 export { type LinkAnswer, linkPreferences, savePreferencesThroughLink, unsubscribeByMessage, unsubscribeThroughLink } from './unsubscribe-links.js';
+export { type HitRequest, recordClick, recordOpen, TRACK_CLICK_PATH, TRACK_OPEN_PATH } from './tracking.js';
+export { DEVICES, PROVIDERS } from './tracking-client.js';
