@@ -1,8 +1,8 @@
 // Workflows end to end over a sink MX, driven by the fake clock: welcome → wait 2 days → opened? → two
 // branches; the same with the appliance restarted in the middle of the wait (same data dir); unsubscribed and
 // suppressed contacts skipped at the send, with the reason in the run; a template send with merge tags; a
-// schedule trigger fired by moving the clock; an email.opened trigger. Opens are recorded by
-// test/helpers/email-open.ts until open tracking lands.
+// schedule trigger fired by moving the clock; email.opened and email.bounced triggers. Opens are recorded by
+// test/helpers/email-open.ts, and once through the real tracking pixel (open tracking, test/tracking/support.ts).
 import { rmSync } from 'node:fs';
 import { simpleParser } from 'mailparser';
 import t, { type Test } from 'tap';
@@ -12,6 +12,7 @@ import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { simulateEngagement } from '../helpers/email-open.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { startTrackingEnv, trackingUrls, UA } from '../tracking/support.js';
 
 interface RunStep {
   step_id: string;
@@ -261,4 +262,29 @@ t.test('a schedule trigger fires as the clock moves, in the workflow time zone; 
   t.same(bounceRuns.map((r) => r.contact_id), [c], 'only the bounced recipient');
   t.match(bounceRuns[0], { state: 'completed', trigger: { type: 'email.bounced' } });
   t.match((await app.request<{ contact: { last_name: string } }>('GET', `/contacts/${c}`)).body.contact, { last_name: 'Bounced' });
+});
+
+t.test('the open condition over real open tracking: the pixel fetched from the delivered message', async (t) => {
+  const env = await startTrackingEnv(t);
+  const { app, sink } = env;
+  await env.track({ open_tracking: true });
+  const drain = () => app.appliance.ctx.jobs.drain();
+  const wf = (await app.request<{ workflow: { id: string } }>('POST', '/workflows', { body: { name: 'Welcome', graph: welcomeGraph } })).body.workflow.id;
+  await app.request('POST', `/workflows/${wf}/activate`);
+  const ann = await contact(app, 'ann@dest.example', { first_name: 'Ann' });
+  const bob = await contact(app, 'bob@dest.example', { first_name: 'Bob' });
+  for (const id of [ann, bob]) await app.request('POST', '/workflows/events', { body: { name: 'signed_up', contact_id: id, data: { plan: 'pro' } } });
+  await drain();
+  t.equal(sink.accepted.length, 2);
+  const annTx = sink.accepted.find((tx) => tx.to[0] === 'ann@dest.example')!;
+  const parsed = await simpleParser(annTx.raw);
+  const { pixel } = trackingUrls(typeof parsed.html === 'string' ? parsed.html : '');
+  t.equal(pixel.length, 1, 'the welcome carries the open pixel');
+  const hit = await fetch(pixel[0]!, { headers: { 'user-agent': UA.chromeWindows } });
+  t.equal(hit.status, 200);
+  await hit.arrayBuffer();
+  app.clock.advance(2 * DAY + MINUTE);
+  await drain();
+  const mail = await subjectsOf(sink);
+  t.same(mail.slice(2).map((m) => `${m.to}|${m.subject}`).sort(), ['ann@dest.example|Tips for ann@dest.example', 'bob@dest.example|Did you see our welcome?'], 'the opener gets the tips, the other the nudge');
 });
