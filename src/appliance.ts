@@ -6,6 +6,7 @@ import { createContext, type AppContext, type ContextOptions } from './context.j
 import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
 import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
+import { workflowMachinery } from './services/automation/index.js';
 import { bootstrapIfEmpty, type BootstrapResult, RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/housekeeping/index.js';
 import { createDeliveryHandler, DELIVER_JOB, setTextDeriver } from './services/sending/index.js';
 import { createMta, mtaOptions } from './mta/deliver.js';
@@ -68,6 +69,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   let authPool: InboundAuthPool | undefined;
   let stopWebhooks = () => {};
   let closeWebhooks = () => {};
+  let stopWorkflows = () => {};
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
@@ -97,9 +99,12 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
     ctx.jobs.register(DKIM_RETIRE_JOB, (job) => retireDkimKeys(ctx, job));
     registerCampaignJobs(ctx);
+    const workflows = workflowMachinery(ctx);
+    stopWorkflows = () => workflows.stop();
     await scheduleRetention(ctx);
     await ctx.jobs.start();
     waker.start(5000);
+    workflows.start(5000);
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
@@ -135,6 +140,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
           await pop3Listeners.close();
           await imapServer.close();
           stopWebhooks();
+          stopWorkflows();
           stopRetention();
           // README: a stop takes up to 10 s. Running jobs get STOP_JOBS_GRACE_MS; then the render threads
           // close (up to their 3 s QUIT grace), which aborts a stuck SMTP transaction; its job fails over
@@ -156,6 +162,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     await pop3?.close();
     await imap?.close();
     stopWebhooks();
+    stopWorkflows();
     await ctx.jobs.stop();
     await renderer?.close();
     closeWebhooks();

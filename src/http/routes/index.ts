@@ -6,6 +6,7 @@ import { autoconfigRoutes } from './mailboxes/autoconfig.js';
 import { domainRoutes } from './platform/domains.js';
 import { emailRoutes } from './sending/emails.js';
 import { emailValidationRoutes } from './automation/email-validations.js';
+import { workflowRoutes } from './automation/workflows.js';
 import { eventRoutes } from './platform/events.js';
 import { healthRoutes } from './platform/health.js';
 import { inboundRoutes } from './inbound/inbound.js';
@@ -38,6 +39,8 @@ documented.push(...broadcastRoutes);
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).
 documented.push(...emailValidationRoutes);
+// Workflows (issue 31, parts 3-4).
+documented.push(...workflowRoutes);
 // The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
 documented.push(...mcpRoutes);
 // Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.

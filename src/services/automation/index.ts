@@ -1,5 +1,5 @@
-// The automation area: email validation (later: signup forms and workflows, issue 31). Imports the sending
-// area (its suppression list), through its index.
+// The automation area: email validation, workflows (later: signup forms; issue 31). Imports the audience,
+// templates and sending areas, through their indexes.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { BIG_PROVIDERS, ROLE_ACCOUNTS, TLD_TYPOS } from './address-checks.js';
 export { MX_STATUSES, ROUTE_TTL_MS } from './mail-routes.js';
@@ -7,3 +7,11 @@ export {
   type EmailValidation, MAX_VALIDATION_BATCH, validateEmail, validateEmails, VALIDATION_REASONS, VALIDATION_RESULTS,
   type ValidationReason, type ValidationResult
 } from './validation.js';
+export {
+  CONDITION_OPERATORS, MAX_STEPS, MAX_WAIT_DAYS, STEP_TYPES, TRIGGER_TYPES, type Graph, type Step, type Trigger
+} from './workflow-graph.js';
+export { workflowMachinery } from './workflow-intake.js';
+export {
+  acceptWorkflowEvent, activateWorkflow, createWorkflow, deleteWorkflow, getWorkflow, listRuns, listWorkflows, MAX_WORKFLOWS, pauseWorkflow,
+  RUN_STATES, setGraph, triggerWorkflow, WORKFLOW_STATUSES, type RunView, type Workflow
+} from './workflows.js';

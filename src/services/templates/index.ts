@@ -22,4 +22,5 @@ export {
   type Template,
   type TemplateVersion,
 } from './templates.js';
+// Merge tags for content that is not a stored template (a broadcast's or a workflow's inline email).
 export { parsePart, renderPart, type ParsedPart, type Part } from './merge-tags.js';
