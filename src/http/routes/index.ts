@@ -13,6 +13,7 @@ import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
 import { usageRoutes } from './sending/usage.js';
 import { webhookRoutes } from './notifications/webhooks.js';
+import { channelRoutes } from './notifications/channels.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
 import { templateRoutes } from './templates/templates.js';
@@ -33,6 +34,8 @@ documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).
 documented.push(...emailValidationRoutes);
+// Notification channels and alerts (issue 32, part 4).
+documented.push(...channelRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -13,6 +13,9 @@ export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
 export {
   abortDkimRotation, activateDkimRotation, DKIM_RETIRE_JOB, type DkimRotation, retireDkimKeys, RETIRE_AFTER_DAYS, rotateDkim
 } from './dkim-rotation.js';
+export {
+  acknowledgeAlert, type Alert, ALERT_DISPATCH_JOB, ALERT_KINDS, type AlertKind, listAlerts, listAllAlerts, pageAlerts, raiseAlert, toAlert
+} from './alerts.js';
 export { listTeamEvents } from './events.js';
 export { checkHealth } from './health.js';
 export { limitsFor, PLAN_LIMITS } from './limits.js';
