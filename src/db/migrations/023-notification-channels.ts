@@ -42,12 +42,22 @@ export async function up(knex: Knex): Promise<void> {
     t.string('created_at').notNullable();
     t.index(['channel_id', 'id']);
   });
+  // Bounces of the blocking kinds (spam_block, policy) per team, receiving provider and UTC hour: the
+  // delivery outcome counts them in its write transaction and raises `provider_blocking` at a threshold.
+  await knex.schema.createTable('provider_blocks', (t) => {
+    t.string('team_id').notNullable().references('teams.id').onDelete('CASCADE');
+    t.string('provider').notNullable();
+    t.string('hour').notNullable(); // 2026-11-29T07
+    t.integer('count').notNullable();
+    t.primary(['team_id', 'provider', 'hour']);
+  });
   const [{ last }] = (await knex('alerts').max({ last: 'id' })) as [{ last: number | null }];
   await knex('webhook_dispatch').insert({ name: 'alerts', position: last ?? 0 });
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex('webhook_dispatch').where({ name: 'alerts' }).delete();
+  await knex.schema.dropTableIfExists('provider_blocks');
   await knex.schema.dropTableIfExists('notification_deliveries');
   await knex.schema.dropTableIfExists('notification_channels');
   await knex.schema.alterTable('alerts', (t) => {

@@ -6,7 +6,7 @@ export {
   batchReplay, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, replayDelivery,
   rotateWebhookSecret, testWebhook, updateWebhook
 } from './webhooks.js';
-export { dispatchAlerts } from './alert-dispatch.js';
+export { ALERT_DISPATCH_JOB, AlertWaker, dispatchAlerts } from './alert-dispatch.js';
 export { CHANNEL_TYPES, type ChannelType, deliverNotification, NOTIFY_DELIVER_JOB } from './channel-delivery.js';
 export {
   createChannel, deleteChannel, listChannelDeliveries, listChannels, MAX_CHANNELS, replayChannelDelivery, testChannel,

@@ -293,7 +293,7 @@ async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, a
   await trx('webhooks').where({ id: hook.id }).update({ active: false, disabled_at: now, updated_at: now });
   await dropSchedule(trx, hook.id);
   const message = `Webhook ${hook.id} (${row.url}) was disabled after ${AUTO_DISABLE_FAILURES} consecutive failed deliveries.`;
-  await raiseAlert(ctx, trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
+  await raiseAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
   const team = (await trx('teams').where({ id: row.team_id }).first('owner_email')) as { owner_email: string } | undefined;
   if (!team) return;
   try {

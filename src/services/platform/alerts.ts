@@ -1,9 +1,11 @@
 // Alerts: things a team should be told about, raised by any area of the box (a webhook endpoint disabled, a
 // domain's DNS drifting, the monthly quota at 80 %, …). This is the seam between the areas that notice and
-// the notifications area that tells: `raiseAlert` writes the row in the caller's transaction and queues an
-// ALERT_DISPATCH_JOB there too, so an alert committed is an alert fanned out (notifications/alert-dispatch.ts
-// reads the alerts table past a durable cursor into channel deliveries). Lower areas call this; none of
-// them imports notifications. `GET /alerts` lists them (the spec's "dashboard alert"), the admin CLI too.
+// the notifications area that tells: an area writes the alert row in the transaction of what it noticed
+// (`raiseAlert`, or `alertInsert` for the send path's write script), and nothing else. The notifications area
+// fans the alerts table out past a durable cursor into channel deliveries (notifications/alert-dispatch.ts:
+// woken by the insert seen on the database's query stream, and by a poll), so no lower area imports it and
+// an alert committed is an alert sent. `GET /alerts` lists them (the spec's "dashboard alert"), the admin
+// CLI too.
 import type { AppContext } from '../../context.js';
 import type { Queryable } from '../../db/index.js';
 import { notFound } from '../../core/errors.js';
@@ -23,9 +25,6 @@ export const ALERT_KINDS = [
   'provider_blocking',
 ] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
-
-/** The job that fans alerts out to channels (registered by appliance.ts with the notifications handler). */
-export const ALERT_DISPATCH_JOB = 'alerts.dispatch';
 
 export interface Alert {
   id: number;
@@ -61,12 +60,16 @@ export interface RaiseOptions {
   dedupeKey?: string;
 }
 
-/**
- * Records an alert in the caller's (write) transaction and queues its fan-out there. Returns its id, or
- * null when `dedupeKey` named an alert already raised.
- */
+/** The statement that writes an alert (the send path's write script runs it at COMMIT; a dedupe key makes a repeat a no-op). */
+export function alertInsert(at: Date, teamId: string, kind: AlertKind, message: string, data: Record<string, unknown>, opts: RaiseOptions = {}): { sql: string; bindings: unknown[] } {
+  return {
+    sql: 'INSERT OR IGNORE INTO alerts (team_id, kind, message, data, created_at, dedupe_key) VALUES (?, ?, ?, ?, ?, ?)',
+    bindings: [teamId, kind, message, JSON.stringify(data), at.toISOString(), opts.dedupeKey ?? null],
+  };
+}
+
+/** Records an alert in the caller's (write) transaction. Returns its id, or null when `dedupeKey` named an alert already raised. */
 export async function raiseAlert(
-  ctx: Pick<AppContext, 'jobs'>,
   q: Queryable,
   at: Date,
   teamId: string,
@@ -84,7 +87,6 @@ export async function raiseAlert(
     created_at: at.toISOString(),
     dedupe_key: opts.dedupeKey ?? null,
   })) as [number];
-  await ctx.jobs.enqueue(q, ALERT_DISPATCH_JOB, {});
   return id;
 }
 

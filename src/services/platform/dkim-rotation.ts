@@ -117,7 +117,7 @@ export async function rotateDkim(ctx: AppContext, teamId: string, id: string, in
       await touch(trx, current, at);
       const rotation = rotationView(await domainView(ctx, trx, current));
       await recordEvent(trx, at, teamId, 'domain.dkim_rotation_started', { ...rotation });
-      await raiseAlert(ctx, trx, at, teamId, 'dkim_rotation_pending', `A DKIM rotation of ${row.name} waits for activation: publish the new record(s), then POST /domains/${id}/dkim/rotate/activate.`, {
+      await raiseAlert(trx, at, teamId, 'dkim_rotation_pending', `A DKIM rotation of ${row.name} waits for activation: publish the new record(s), then POST /domains/${id}/dkim/rotate/activate.`, {
         domainId: id,
         domain: row.name,
         records: rotation.records,
@@ -239,7 +239,7 @@ export async function retireDkimKeys(ctx: AppContext, job: Job): Promise<void> {
         completed_at: at.toISOString(),
       };
       await recordEvent(trx, at, row.team_id, 'domain.dkim_rotation_completed', { ...completed });
-      await raiseAlert(ctx, trx, at, row.team_id, 'dkim_rotation_completed', `The DKIM rotation of ${row.name} is complete: the old record(s) can be removed from the DNS.`, {
+      await raiseAlert(trx, at, row.team_id, 'dkim_rotation_completed', `The DKIM rotation of ${row.name} is complete: the old record(s) can be removed from the DNS.`, {
         domainId,
         domain: row.name,
         recordsToRemove: completed.records_to_remove,

@@ -346,13 +346,13 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
     if (drift.length > 0 && current.status === 'verified') {
       await recordEvent(trx, at, teamId, 'domain.dns_drift', { ...domain, drift } as unknown as Record<string, unknown>);
       const what = drift.map((d) => `${d.record} (${d.name})`).join(', ');
-      await raiseAlert(ctx, trx, at, teamId, 'dns_drift', `DNS of ${row.name} changed: ${what} no longer found as published.`, { domainId: row.id, domain: row.name, drift });
+      await raiseAlert(trx, at, teamId, 'dns_drift', `DNS of ${row.name} changed: ${what} no longer found as published.`, { domainId: row.id, domain: row.name, drift });
     }
     await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
     // An alert when a verify moves the domain into `failed` (not at every failed retry of a failed domain).
     if (!ok && current.status !== 'failed') {
       const missing = domain.dns_records.filter((r) => r.required && r.status !== 'verified').map((r) => ({ record: r.record, name: r.name, reason: stored[recordKey(r)]?.reason }));
-      await raiseAlert(ctx, trx, at, teamId, 'domain_verification_failed', `Verification of ${row.name} failed: ${missing.map((m) => m.record).join(', ') || 'required records'} not found as expected.`, { domainId: row.id, domain: row.name, records: missing });
+      await raiseAlert(trx, at, teamId, 'domain_verification_failed', `Verification of ${row.name} failed: ${missing.map((m) => m.record).join(', ') || 'required records'} not found as expected.`, { domainId: row.id, domain: row.name, records: missing });
     }
     return domain;
   }));

@@ -14,7 +14,7 @@ export {
   abortDkimRotation, activateDkimRotation, DKIM_RETIRE_JOB, type DkimRotation, retireDkimKeys, RETIRE_AFTER_DAYS, rotateDkim
 } from './dkim-rotation.js';
 export {
-  acknowledgeAlert, type Alert, ALERT_DISPATCH_JOB, ALERT_KINDS, type AlertKind, listAlerts, listAllAlerts, pageAlerts, raiseAlert, toAlert
+  acknowledgeAlert, type Alert, alertInsert, ALERT_KINDS, type AlertKind, listAlerts, listAllAlerts, pageAlerts, raiseAlert, toAlert
 } from './alerts.js';
 export { listTeamEvents } from './events.js';
 export { checkHealth } from './health.js';

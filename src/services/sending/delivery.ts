@@ -22,6 +22,7 @@ import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../../mta/t
 import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailBodyRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
+import { alertInsert } from '../platform/index.js';
 
 /**
  * Waits between attempts for deferred recipients: 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h, then every
@@ -96,6 +97,40 @@ interface WriteSet {
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
   /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
   finishedJob: number | null;
+  /** Bounces of a blocking kind (spam_block, policy) by receiving provider: counted toward `provider_blocking`. */
+  blocks?: Array<{ team_id: string; provider: string }>;
+}
+
+/** Bounce categories that say the provider refuses the box's mail (not the recipient's address). */
+const BLOCKING = new Set(['spam_block', 'policy']);
+/** Blocking bounces from one provider within one UTC hour that raise `provider_blocking` (once per provider and hour). */
+export const PROVIDER_BLOCK_ALERT = 10;
+
+/** The provider behind a route: the MX host's last two labels (gmail-smtp-in.l.google.com → google.com), else the recipient's domain. */
+export function providerOf(host: string | null | undefined, recipient: string): string {
+  const labels = (host ?? '').toLowerCase().replace(/\.$/, '').split('.').filter(Boolean);
+  if (labels.length >= 2 && !/^\d+$/.test(labels.at(-1)!)) return labels.slice(-2).join('.');
+  return recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+}
+
+/** Counts blocking bounces per team, provider and hour, and writes the alert when a count reaches the threshold. */
+function blockWrites(trx: Queryable, at: Date, sets: WriteSet[]): Array<Promise<void>> {
+  const counts = new Map<string, { team_id: string; provider: string; n: number }>();
+  for (const b of sets.flatMap((s) => s.blocks ?? [])) {
+    const key = `${b.team_id}\u0000${b.provider}`;
+    const c = counts.get(key) ?? { ...b, n: 0 };
+    c.n++;
+    counts.set(key, c);
+  }
+  const hour = at.toISOString().slice(0, 13);
+  const out: Array<Promise<void>> = [];
+  for (const { team_id, provider, n } of counts.values()) {
+    out.push(write(trx, 'INSERT INTO provider_blocks (team_id, provider, hour, count) VALUES (?, ?, ?, ?) ON CONFLICT (team_id, provider, hour) DO UPDATE SET count = count + excluded.count', [team_id, provider, hour, n]));
+    const a = alertInsert(at, team_id, 'provider_blocking', `${provider} is refusing this team's mail as spam or by policy: ${PROVIDER_BLOCK_ALERT} or more such bounces since ${hour}:00 UTC.`, { provider, threshold: PROVIDER_BLOCK_ALERT, since: `${hour}:00:00.000Z` }, { dedupeKey: `provider_blocking:${provider}:${hour}` });
+    // Runs at COMMIT after the count above: raised once the hour's count reaches the threshold.
+    out.push(write(trx, a.sql.replace(' VALUES (?, ?, ?, ?, ?, ?)', ' SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT count FROM provider_blocks WHERE team_id = ? AND provider = ? AND hour = ?) >= ?'), [...a.bindings, team_id, provider, hour, PROVIDER_BLOCK_ALERT]));
+  }
+  return out;
 }
 
 /** Every statement at once (`settleAll`): they touch different rows or tables. */
@@ -119,6 +154,7 @@ async function writeOutcomes(ctx: AppContext, trx: Queryable, sets: WriteSet[]):
       sets.map((s) => s.email),
     ),
     ctx.jobs.finishIn(trx, sets.flatMap((s) => (s.finishedJob === null ? [] : [s.finishedJob]))),
+    ...blockWrites(trx, ctx.clock.now(), sets),
   ]);
 }
 
@@ -360,6 +396,7 @@ function outcomeWrites(
   const timeline: TimelineRow[] = [];
   const events: Array<Omit<EventRow, 'id'>> = [];
   const suppressions: WriteSet['suppressions'] = [];
+  const blocks: NonNullable<WriteSet['blocks']> = [];
   const changed = new Set<string>();
   const set = (address: string, values: Partial<RecipientRow>) => {
     const row = final.get(address);
@@ -391,6 +428,7 @@ function outcomeWrites(
         timeline.push(timelineRow(email, at, 'bounced', { recipient: o.recipient, ...bounceData(o), ...routeData }));
         events.push(emailEventRow(email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) }));
         // A simulated (test-mode) outcome never suppresses: the suppression list guards live sending.
+        if (o.category !== undefined && BLOCKING.has(o.category) && email.mode !== 'test' && route.kind !== 'local') blocks.push({ team_id: email.team_id, provider: providerOf(route.host, o.recipient) });
         if (o.category === 'invalid_mailbox' && email.mode !== 'test') {
           suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), email_id: email.public_id, created_at: now });
         }
@@ -442,6 +480,7 @@ function outcomeWrites(
       timeline,
       events,
       suppressions,
+      blocks,
       email: { id: email.id, status: derived, sent_at: anySent ? now : null, delivered_at: anyDelivered ? now : null, updated_at: now },
     },
   };
