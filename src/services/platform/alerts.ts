@@ -119,9 +119,10 @@ export async function pageAlerts(ctx: AppContext, teamId: string, paging: PageRe
 }
 
 /** Every team's alerts, newest first (the admin CLI). */
-export async function listAllAlerts(ctx: AppContext, opts: { limit?: number; open?: boolean } = {}): Promise<Array<Alert & { teamId: string }>> {
+export async function listAllAlerts(ctx: AppContext, opts: { limit?: number; open?: boolean; teamId?: string | undefined } = {}): Promise<Array<Alert & { teamId: string }>> {
   const q = ctx.db('alerts').orderBy('id', 'desc').limit(opts.limit ?? 50);
   if (opts.open) q.whereNull('acknowledged_at');
+  if (opts.teamId !== undefined) q.andWhere('team_id', opts.teamId);
   const rows = (await q) as AlertRow[];
   return rows.map((r) => ({ ...toAlert(r), teamId: r.team_id }));
 }
