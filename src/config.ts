@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import cron from 'node-cron';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './core/ids.js';
 import { LOG_LEVELS, type LogLevel } from './core/logger.js';
@@ -70,6 +71,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Deadline of one webhook request (ms). */
   webhookTimeoutMs: number;
+  /** When the periodic DNS drift check runs (a cron expression, node-cron syntax, UTC), or `off`. */
+  dnsCheckSchedule: string;
+  /** A round's checks are spread over this many minutes (at most 80 % of the schedule's interval). */
+  dnsCheckSpreadMinutes: number;
   /** Edge and per-credential request rate limits (MAIL_RATE_LIMITS=on|off); benchmarks turn them off. */
   rateLimits: boolean;
   /** A message failing DMARC whose domain publishes p=reject: refused at the MX (550 5.7.1), or kept and filed as junk. */
@@ -242,6 +247,8 @@ const FIELDS = [
     z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
   ),
   field('webhookTimeoutMs', 'MAIL_WEBHOOK_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
+  field('dnsCheckSchedule', 'MAIL_DNS_CHECK_SCHEDULE', z.string().trim().refine((v) => v === 'off' || cron.validate(v), 'must be a cron expression (e.g. "0 3 * * *") or off')),
+  field('dnsCheckSpreadMinutes', 'MAIL_DNS_CHECK_SPREAD_MINUTES', decimal('must be 0..1440').pipe(z.number().min(0, 'must be 0..1440').max(1440, 'must be 0..1440'))),
   field(
     'rateLimits',
     'MAIL_RATE_LIMITS',

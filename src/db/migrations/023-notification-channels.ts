@@ -1,4 +1,5 @@
-// Notification channels and the alert life cycle (services/notifications/channels.ts, platform/alerts.ts).
+// Notification channels and the alert life cycle (services/notifications/channels.ts, platform/alerts.ts), and
+// the DNS drift state of a domain (platform/dns-drift.ts).
 // Alerts gain an acknowledgement and a dedupe key (one alert per team and key: "quota 80 % in 2026-11");
 // channels are where a team is told (a signed webhook, Slack, Discord, an e-mail address), each subscribed
 // to alert kinds; every alert × channel is a delivery row with its own retry schedule, like webhook
@@ -42,6 +43,12 @@ export async function up(knex: Knex): Promise<void> {
     t.string('created_at').notNullable();
     t.index(['channel_id', 'id']);
   });
+  // The periodic DNS drift check (platform/dns-drift.ts): the watched records found gone or wrong (JSON
+  // array; null or empty: healthy) and when the check last ran.
+  await knex.schema.alterTable('domains', (t) => {
+    t.text('dns_drift');
+    t.string('dns_checked_at');
+  });
   // Bounces of the blocking kinds (spam_block, policy) per team, receiving provider and UTC hour: the
   // delivery outcome counts them in its write transaction and raises `provider_blocking` at a threshold.
   await knex.schema.createTable('provider_blocks', (t) => {
@@ -58,6 +65,10 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex('webhook_dispatch').where({ name: 'alerts' }).delete();
   await knex.schema.dropTableIfExists('provider_blocks');
+  await knex.schema.alterTable('domains', (t) => {
+    t.dropColumn('dns_checked_at');
+    t.dropColumn('dns_drift');
+  });
   await knex.schema.dropTableIfExists('notification_deliveries');
   await knex.schema.dropTableIfExists('notification_channels');
   await knex.schema.alterTable('alerts', (t) => {

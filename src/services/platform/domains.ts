@@ -35,10 +35,31 @@ export interface Domain {
   dkim_key_type: DkimKeyType;
   /** The rotation under way (dkim-rotation.ts), or null. */
   dkim_rotation: DkimRotationSummary | null;
+  /** The records a customer publishes for verification: TXT (SPF, DKIM, DMARC) and MX (the spec's types). */
   dns_records: DnsRecord[];
+  /**
+   * The RFC 6186 SRV records that let mail clients find IMAP, submission and POP3: useful, informational, never
+   * part of verification (a verify still looks them up and reports each one's status).
+   */
+  mail_client_records: DnsRecord[];
+  /** `degraded` while the periodic DNS check finds a watched record gone or wrong (dns-drift.ts); sending continues. */
+  dns_health: 'ok' | 'degraded';
+  /** What the periodic check found drifted: each record with what was expected and what was found. */
+  dns_drift: DnsDrift[];
   created_at: string;
   verified_at: string | null;
   last_checked_at: string | null;
+}
+
+export interface DnsDrift {
+  record: 'SPF' | 'DKIM' | 'MX';
+  name: string;
+  expected: string;
+  /** The values found at the name (TXT strings, MX hosts); empty when there was none. */
+  found: string[];
+  reason: string | null;
+  /** When the check first found it. */
+  since: string;
 }
 
 /**
@@ -70,6 +91,8 @@ export interface DomainRow {
   last_checked_at: string | null;
   created_at: string;
   updated_at: string;
+  dns_drift?: string | null;
+  dns_checked_at?: string | null;
 }
 
 type StoredStatus = Record<string, { status: RecordStatus; reason?: string }>;
@@ -155,6 +178,13 @@ export function rotationOf(keys: DkimKeyRow[]): DkimRotationSummary | null {
   return null;
 }
 
+export const driftOf = (row: Pick<DomainRow, 'dns_drift'>): DnsDrift[] => (row.dns_drift ? (JSON.parse(row.dns_drift) as DnsDrift[]) : []);
+
+/** The spec's records (TXT, MX) apart from the mail clients' SRV records. */
+function splitRecords(all: DnsRecord[]): Pick<Domain, 'dns_records' | 'mail_client_records'> {
+  return { dns_records: all.filter((r) => r.type !== 'SRV'), mail_client_records: all.filter((r) => r.type === 'SRV') };
+}
+
 function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
   return {
     id: row.id,
@@ -167,7 +197,9 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     inbound_mode: row.inbound_mode ?? 'none',
     dkim_key_type: keyTypeOf(keys.filter((k) => k.state === 'active')),
     dkim_rotation: rotationOf(keys),
-    dns_records: recordsOf(row, keys, box),
+    ...splitRecords(recordsOf(row, keys, box)),
+    dns_health: driftOf(row).length > 0 ? 'degraded' : 'ok',
+    dns_drift: driftOf(row),
     created_at: row.created_at,
     verified_at: row.verified_at,
     last_checked_at: row.last_checked_at,
@@ -296,10 +328,11 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   const before = await domainView(ctx, ctx.db, row);
   // DNS look-ups happen outside any transaction: they can take seconds. A retired key's record is looked for
   // the other way round: once it is gone, the key's row goes and the record is no longer listed.
-  const retired = before.dns_records.filter((r) => r.dkim?.state === 'retired');
+  const listed = [...before.dns_records, ...before.mail_client_records];
+  const retired = listed.filter((r) => r.dkim?.state === 'retired');
   const [checked, removed] = await Promise.all([
     Promise.all(
-      before.dns_records.filter((r) => r.dkim?.state !== 'retired').map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
+      listed.filter((r) => r.dkim?.state !== 'retired').map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
     ),
     Promise.all(retired.map((r) => recordRemoved(ctx.dns, r).then((gone) => (gone ? [r.dkim!.selector] : []), () => []))).then((s) => s.flat()),
   ]);
@@ -335,7 +368,11 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
       last_checked_at: at.toISOString(),
       updated_at: at.toISOString(),
     };
+    // Everything found: any drift the periodic check reported is over.
+    const restored = ok && driftOf(current).length > 0;
+    if (restored) next.dns_drift = null;
     await trx('domains').where({ id }).update({
+      ...(restored ? { dns_drift: null } : {}),
       status: next.status,
       record_status: next.record_status,
       verified_at: next.verified_at,
@@ -348,6 +385,7 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
       const what = drift.map((d) => `${d.record} (${d.name})`).join(', ');
       await raiseAlert(trx, at, teamId, 'dns_drift', `DNS of ${row.name} changed: ${what} no longer found as published.`, { domainId: row.id, domain: row.name, drift });
     }
+    if (restored) await raiseAlert(trx, at, teamId, 'dns_restored', `The DNS records of ${row.name} are found again.`, { domainId: row.id, domain: row.name });
     await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
     // An alert when a verify moves the domain into `failed` (not at every failed retry of a failed domain).
     if (!ok && current.status !== 'failed') {

@@ -16,6 +16,7 @@ export {
 export {
   acknowledgeAlert, type Alert, alertInsert, ALERT_KINDS, type AlertKind, listAlerts, listAllAlerts, pageAlerts, raiseAlert, toAlert
 } from './alerts.js';
+export { checkDomainDns, DNS_CHECK_JOB, scheduleDnsChecks, startDnsCheckRound } from './dns-drift.js';
 export { listTeamEvents } from './events.js';
 export { checkHealth } from './health.js';
 export { limitsFor, PLAN_LIMITS } from './limits.js';
