@@ -1,5 +1,5 @@
 // Notification channels and the alert life cycle (services/notifications/channels.ts, platform/alerts.ts), and
-// the DNS drift state of a domain (platform/dns-drift.ts).
+// the DNS drift state and dedicated outbound address of a domain (platform/dns-drift.ts, domains.ts).
 // Alerts gain an acknowledgement and a dedupe key (one alert per team and key: "quota 80 % in 2026-11");
 // channels are where a team is told (a signed webhook, Slack, Discord, an e-mail address), each subscribed
 // to alert kinds; every alert × channel is a delivery row with its own retry schedule, like webhook
@@ -48,6 +48,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('domains', (t) => {
     t.text('dns_drift');
     t.string('dns_checked_at');
+    // A dedicated outbound address (one of MAIL_OUTBOUND_IPS), and the last verify's PTR check of it (JSON).
+    t.string('dedicated_ip');
+    t.text('dedicated_ip_check');
   });
   // Bounces of the blocking kinds (spam_block, policy) per team, receiving provider and UTC hour: the
   // delivery outcome counts them in its write transaction and raises `provider_blocking` at a threshold.
@@ -66,6 +69,8 @@ export async function down(knex: Knex): Promise<void> {
   await knex('webhook_dispatch').where({ name: 'alerts' }).delete();
   await knex.schema.dropTableIfExists('provider_blocks');
   await knex.schema.alterTable('domains', (t) => {
+    t.dropColumn('dedicated_ip_check');
+    t.dropColumn('dedicated_ip');
     t.dropColumn('dns_checked_at');
     t.dropColumn('dns_drift');
   });

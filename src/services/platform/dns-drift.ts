@@ -71,7 +71,7 @@ export async function checkDomainDns(ctx: AppContext, job: Job): Promise<void> {
   if (!row || row.status !== 'verified') return; // deleted, or no longer verified since the round began
   const view = await domainView(ctx, ctx.db, row);
   const checks = await Promise.all(
-    watched(row, view.dns_records).map(async (record) => ({ record, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, record) })),
+    watched(row, view.dns_records).map(async (record) => ({ record, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, record, row.dedicated_ip) })),
   );
   const at = ctx.clock.now();
   const before = driftOf(row);

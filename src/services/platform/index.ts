@@ -6,8 +6,8 @@ export {
   newToken, type Permission, PERMISSIONS, type Principal, rotateApiKey
 } from './api-keys.js';
 export {
-  createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
-  REGIONS, TLS_MODES, updateDomain, verifyDomain
+  assignDedicatedIp, createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
+  REGIONS, releaseDedicatedIp, TLS_MODES, updateDomain, verifyDomain
 } from './domains.js';
 export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
 export {

@@ -7,14 +7,16 @@ export interface PlanLimits {
   webhooks: number;
   /** Days of email log kept; Infinity keeps everything. */
   retentionDays: number;
+  /** A domain may be given one of the box's dedicated outbound addresses (POST /domains/{id}/ip). */
+  dedicatedIp: boolean;
 }
 
 export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
-  free: { domains: 1, apiKeys: 5, webhooks: 20, retentionDays: 14 },
-  starter: { domains: 3, apiKeys: 10, webhooks: 20, retentionDays: 14 },
-  pro: { domains: 10, apiKeys: 50, webhooks: 20, retentionDays: 30 },
-  scale: { domains: 1000, apiKeys: 1000, webhooks: 20, retentionDays: 90 },
-  enterprise: { domains: Infinity, apiKeys: Infinity, webhooks: 20, retentionDays: Infinity },
+  free: { domains: 1, apiKeys: 5, webhooks: 20, retentionDays: 14, dedicatedIp: false },
+  starter: { domains: 3, apiKeys: 10, webhooks: 20, retentionDays: 14, dedicatedIp: false },
+  pro: { domains: 10, apiKeys: 50, webhooks: 20, retentionDays: 30, dedicatedIp: false },
+  scale: { domains: 1000, apiKeys: 1000, webhooks: 20, retentionDays: 90, dedicatedIp: true },
+  enterprise: { domains: Infinity, apiKeys: Infinity, webhooks: 20, retentionDays: Infinity, dedicatedIp: true },
 };
 
 export function limitsFor(plan: Plan): PlanLimits {

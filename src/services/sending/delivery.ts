@@ -41,6 +41,8 @@ interface DomainKeyRow {
   domain_id: string;
   name: string;
   tls_mode: TlsMode;
+  /** The domain's dedicated outbound address, or null (the shared pool). */
+  dedicated_ip: string | null;
   selector: string;
   algorithm: 'rsa' | 'ed25519';
   private_key_sealed: string;
@@ -50,6 +52,7 @@ interface DomainKeyRow {
 interface SenderKeys {
   name: string;
   tls_mode: TlsMode;
+  dedicated_ip?: string | null;
   keys: Array<Pick<DomainKeyRow, 'selector' | 'algorithm' | 'private_key_sealed'>>;
 }
 
@@ -66,11 +69,18 @@ function senderKeysOf(rows: DomainKeyRow[]): Map<string, SenderKeys> {
   const byDomain = new Map<string, SenderKeys>();
   for (const r of rows) {
     let sender = byDomain.get(r.domain_id);
-    if (!sender) byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, keys: [] }));
+    if (!sender) byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, dedicated_ip: r.dedicated_ip, keys: [] }));
     sender.keys.push({ selector: r.selector, algorithm: r.algorithm, private_key_sealed: r.private_key_sealed });
   }
   for (const sender of byDomain.values()) sender.keys.sort((a, b) => Number(a.algorithm !== 'rsa') - Number(b.algorithm !== 'rsa'));
   return byDomain;
+}
+
+/** The sender domain's dedicated address with its HELO name (MAIL_OUTBOUND_IPS); none when unset or no longer configured. */
+function sourceFor(ctx: AppContext, sender: SenderKeys): { address: string; helo: string } | undefined {
+  if (!sender.dedicated_ip) return undefined;
+  const entry = ctx.config.outboundIps.find((o) => o.ip === sender.dedicated_ip);
+  return entry ? { address: entry.ip, helo: entry.helo } : undefined;
 }
 
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
@@ -208,7 +218,7 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
       ),
       queryJson<DomainKeyRow[]>(
         reads,
-        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed))
+        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'dedicated_ip', d.dedicated_ip, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed))
          FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
          WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
         ids,
@@ -319,7 +329,8 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
         const { message, signer } = renderInput(loaded, key);
         if (email.mode !== 'test' && renderer.delivers && here.length === 0) {
           // The thread that builds and signs the message also runs its SMTP transactions (render-pool.ts).
-          const deliveries = [...remote].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode }));
+          const source = sourceFor(ctx, key);
+          const deliveries = [...remote].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode, source }));
           results = await renderer.renderAndDeliver(message, signer, started, deliveries, ctx.clock.now());
         } else {
           raw = await renderer.render(message, signer, started);
@@ -337,7 +348,7 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
         [...remote].map(([domain, addresses]) =>
           email.mode === 'test'
             ? simulateDelivery(addresses, attempt)
-            : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
+            : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode, source: sourceFor(ctx, key) }),
         ),
       );
       // Local copies last: stored at once, they are recorded with the others right after; were they stored

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DKIM_KEY_TYPES, INBOUND_MODES, REGIONS, RETIRE_AFTER_DAYS, TLS_MODES } from '../../../services/platform/index.js';
 import { boolean } from '../common.js';
@@ -123,11 +124,28 @@ export const Domain = z
         since: z.iso.datetime(),
       }),
     ),
+    dedicated_ip: z
+      .object({
+        ip: z.string(),
+        helo: z.string(),
+        ptr: z.object({
+          status: z.enum(['matches', 'mismatch', 'missing', 'unchecked']),
+          found: z.array(z.string()),
+          warning: z.string().nullable(),
+          checked_at: z.iso.datetime().nullable(),
+        }),
+      })
+      .nullable()
+      .describe("the domain's dedicated outbound address and its HELO name, with the last verify's PTR check (a warning, never blocking); null: the shared addresses"),
     created_at: z.iso.datetime(),
     verified_at: z.iso.datetime().nullable(),
     last_checked_at: z.iso.datetime().nullable(),
   })
   .meta({ id: 'Domain' });
+
+export const AssignIp = z
+  .object({ ip: z.string({ error: 'must be an IP address' }).trim().refine((v) => isIP(v) !== 0, 'must be an IP address') })
+  .meta({ id: 'AssignDedicatedIp' });
 
 export const DkimRotation = z
   .object({
