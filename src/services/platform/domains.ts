@@ -10,7 +10,7 @@ import { newId } from '../../core/ids.js';
 import { ipv6Bytes } from '../../core/ip.js';
 import { recordEvent } from '../../events/recorder.js';
 import { raiseAlert } from './alerts.js';
-import { limitsFor } from './limits.js';
+import { DEDICATED_IP_PLANS, limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, recordRemoved, type DnsRecord, type RecordStatus } from './domain-records.js';
 import { keyTypeOf, loadKeys, newKeySet, type DkimKeyRow, type DkimKeyType } from './dkim-keys.js';
 import type { KeyMode } from './api-keys.js';
@@ -353,7 +353,7 @@ export async function assignDedicatedIp(ctx: AppContext, teamId: string, id: str
   return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const row = await findRow(trx, teamId, id);
     const team = (await trx('teams').where({ id: teamId }).first('plan')) as { plan: Plan } | undefined;
-    if (!team || !limitsFor(team.plan).dedicatedIp) throw forbidden(`Dedicated IPs need the Scale plan or above (this team is on ${team?.plan ?? 'no plan'})`);
+    if (!team || !DEDICATED_IP_PLANS.includes(team.plan)) throw forbidden(`Dedicated IPs need the Scale plan or above (this team is on ${team?.plan ?? 'no plan'})`);
     const entry = ctx.config.outboundIps.find((o) => o.ip === ip || (isIP(ip) === 6 && isIP(o.ip) === 6 && ipv6Bytes(o.ip).join() === ipv6Bytes(ip).join()));
     if (!entry) {
       const list = ctx.config.outboundIps.map((o) => o.ip).join(', ');
