@@ -305,3 +305,21 @@ t.test('a failing channel is retried on the webhook schedule; test and replay ar
   await drain(app);
   t.equal(receiver.received.length, before, 'a deleted channel gets no retry');
 });
+
+t.test('the spec’s rate limits on the real routes', async (t) => {
+  const app = await startTestApp(t, { config: { rateLimits: true } });
+  const free = await createOtherTeam(app, 'free');
+  const paid = await createOtherTeam(app, 'pro');
+  const post = (key: string, i: number) => app.request('POST', '/notification-channels', { key, body: { name: `c${i}`, type: 'email', email: `c${i}@example.com` } });
+  for (let i = 0; i < 10; i++) t.equal((await post(free.apiKey, i)).status, 201);
+  const refused = await post(free.apiKey, 10);
+  t.match(refused, { status: 429, body: { code: 'rate_limit_exceeded' } }, 'POST /notification-channels: 10 a minute on Free');
+  t.equal(refused.headers.get('x-ratelimit-limit'), '10');
+  t.equal((await post(paid.apiKey, 0)).headers.get('x-ratelimit-limit'), '20', '20 on paid plans');
+  const id = ((await app.request<{ channels: Channel[] }>('GET', '/notification-channels', { key: paid.apiKey })).body.channels[0]!).id;
+  t.equal((await app.request('POST', `/notification-channels/${id}/test`, { key: paid.apiKey })).headers.get('x-ratelimit-limit'), '10', 'test: 10 a minute');
+  t.equal((await app.request('PUT', `/notification-channels/${id}`, { key: paid.apiKey, body: { name: 'x' } })).headers.get('x-ratelimit-limit'), '60', 'PUT: 60 a minute');
+  t.equal((await app.request('GET', '/notification-channels', { key: paid.apiKey })).headers.get('x-ratelimit-limit'), null, 'GET: no limit');
+  app.clock.advance(60_000);
+  t.equal((await post(free.apiKey, 11)).status, 201, 'the window resets');
+});
