@@ -15,8 +15,8 @@ import type { Mta } from './mta/types.js';
 import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
-import { deliverWebhook, WebhookSender } from './services/notifications/index.js';
-import { DKIM_RETIRE_JOB, retireDkimKeys } from './services/platform/index.js';
+import { ALERT_DISPATCH_JOB, AlertWaker, deliverNotification, deliverWebhook, NOTIFY_DELIVER_JOB, WebhookSender } from './services/notifications/index.js';
+import { checkDomainDns, DKIM_RETIRE_JOB, DNS_CHECK_JOB, retireDkimKeys, scheduleDnsChecks } from './services/platform/index.js';
 import { registerCampaignJobs } from './services/campaigns/index.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver, createLocalDelivery, checkMessage, InboundAuthPool, createMailboxDelivery } from './services/inbound/index.js';
@@ -94,19 +94,28 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const waker = new DispatchWaker(ctx.db, ctx.jobs, (err) => ctx.log.error({ err }, 'webhook dispatcher: could not wake'));
     ctx.jobs.register(DISPATCH_JOB, () => waker.run());
     ctx.jobs.register(WEBHOOK_DELIVER_JOB, (job) => deliverWebhook(ctx, webhookSender, job));
-    stopWebhooks = () => waker.stop();
+    stopWebhooks = () => {
+      waker.stop();
+      alertWaker.stop();
+    };
     closeWebhooks = () => webhookSender.close();
+    const alertWaker = new AlertWaker(ctx, (err) => ctx.log.error({ err }, 'alert dispatcher: could not wake'));
+    ctx.jobs.register(ALERT_DISPATCH_JOB, () => alertWaker.run());
+    ctx.jobs.register(NOTIFY_DELIVER_JOB, (job) => deliverNotification(ctx, job));
     ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
     ctx.jobs.register(DKIM_RETIRE_JOB, (job) => retireDkimKeys(ctx, job));
+    ctx.jobs.register(DNS_CHECK_JOB, (job) => checkDomainDns(ctx, job));
     registerCampaignJobs(ctx);
     const workflows = workflowMachinery(ctx);
     stopWorkflows = () => workflows.stop();
     await scheduleRetention(ctx);
     await ctx.jobs.start();
     waker.start(5000);
+    alertWaker.start(5000);
     workflows.start(5000);
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
+    const stopDnsChecks = scheduleDnsChecks(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
     mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver });
     ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
@@ -142,6 +151,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
           stopWebhooks();
           stopWorkflows();
           stopRetention();
+          stopDnsChecks();
           // README: a stop takes up to 10 s. Running jobs get STOP_JOBS_GRACE_MS; then the render threads
           // close (up to their 3 s QUIT grace), which aborts a stuck SMTP transaction; its job fails over
           // to a retry, or keeps its lease until the next start.

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import cron from 'node-cron';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './core/ids.js';
 import { LOG_LEVELS, type LogLevel } from './core/logger.js';
@@ -74,6 +75,16 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Deadline of one webhook request (ms). */
   webhookTimeoutMs: number;
+  /**
+   * The box's own outbound addresses a domain may be given (`POST /domains/{id}/ip`), each with the HELO
+   * name its connections greet with (its PTR record should name it). MAIL_OUTBOUND_IPS:
+   * `203.0.113.5=mail5.example.net,203.0.113.6=mail6.example.net`.
+   */
+  outboundIps: Array<{ ip: string; helo: string }>;
+  /** When the periodic DNS drift check runs (a cron expression, node-cron syntax, UTC), or `off`. */
+  dnsCheckSchedule: string;
+  /** A round's checks are spread over this many minutes (at most 80 % of the schedule's interval). */
+  dnsCheckSpreadMinutes: number;
   /** Edge and per-credential request rate limits (MAIL_RATE_LIMITS=on|off); benchmarks turn them off. */
   rateLimits: boolean;
   /** A message failing DMARC whose domain publishes p=reject: refused at the MX (550 5.7.1), or kept and filed as junk. */
@@ -248,6 +259,32 @@ const FIELDS = [
     z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
   ),
   field('webhookTimeoutMs', 'MAIL_WEBHOOK_TIMEOUT_MS', decimal('must be an integer').pipe(z.number().min(100, 'must be at least 100').max(60000, 'must be at most 60000'))),
+  field(
+    'outboundIps',
+    'MAIL_OUTBOUND_IPS',
+    z.preprocess(
+      (v) =>
+        typeof v === 'string'
+          ? v.split(',').map((s) => s.trim()).filter(Boolean).map((item) => {
+              const eq = item.indexOf('=');
+              return eq > 0 ? { ip: item.slice(0, eq).trim(), helo: item.slice(eq + 1).trim() } : { ip: item, helo: '' };
+            })
+          : v,
+      z
+        .array(z.object({ ip: z.string(), helo: z.string() }), { error: 'must be comma-separated address=helo-name pairs' })
+        .superRefine((list, zctx) => {
+          const seen = new Set<string>();
+          for (const { ip, helo } of list) {
+            if (!isIP(ip)) zctx.addIssue({ code: 'custom', message: `must be comma-separated address=helo-name pairs: ${ip} is not an IP address` });
+            else if (!hostnameRe.test(helo)) zctx.addIssue({ code: 'custom', message: `must be comma-separated address=helo-name pairs: ${ip} needs a HELO host name (${ip}=mail.example.net)` });
+            else if (seen.has(ip)) zctx.addIssue({ code: 'custom', message: `must be comma-separated address=helo-name pairs: ${ip} is listed twice` });
+            seen.add(ip);
+          }
+        }),
+    ) as z.ZodType<Array<{ ip: string; helo: string }>>,
+  ),
+  field('dnsCheckSchedule', 'MAIL_DNS_CHECK_SCHEDULE', z.string().trim().refine((v) => v === 'off' || cron.validate(v), 'must be a cron expression (e.g. "0 3 * * *") or off')),
+  field('dnsCheckSpreadMinutes', 'MAIL_DNS_CHECK_SPREAD_MINUTES', decimal('must be 0..1440').pipe(z.number().min(0, 'must be 0..1440').max(1440, 'must be 0..1440'))),
   field(
     'rateLimits',
     'MAIL_RATE_LIMITS',

@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, PLANS, type Plan } from '../config.js';
 import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
-import { createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/index.js';
+import { acknowledgeAlert, listAllAlerts, startDnsCheckRound, createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/index.js';
 import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/sending/index.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
@@ -17,7 +17,10 @@ export const USAGE = `usage: npm run -s admin -- <command>
   teams release-hold --team TEAM_ID
   platform pause-new-senders on|off
   keys create --team TEAM_ID --name NAME --permission ${PERMISSIONS.join('|')} [--mode ${KEY_MODES.join('|')}]
-  keys list --team TEAM_ID`;
+  keys list --team TEAM_ID
+  domains check-dns [--spread-minutes N]   (queue a DNS drift check of every verified domain now, spread over N minutes, default 60)
+  alerts list [--team TEAM_ID] [--state open|all] [--limit N]   (newest first; open: not acknowledged; N 1..1000, default 50)
+  alerts ack --team TEAM_ID --id ALERT_ID`;
 
 class UsageError extends Error {}
 
@@ -104,6 +107,21 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
     case 'keys list': {
       const team = await getTeam(ctx, required(flags, 'team'));
       return listApiKeys(ctx, team.id);
+    }
+    case 'domains check-dns': {
+      const minutes = flags['spread-minutes'] === undefined ? 60 : Number(flags['spread-minutes']);
+      if (!Number.isInteger(minutes) || minutes < 0 || minutes > 1440) throw new UsageError('--spread-minutes must be an integer between 0 and 1440');
+      return { queued: await startDnsCheckRound(ctx, minutes * 60_000), spread_minutes: minutes };
+    }
+    case 'alerts list': {
+      const limit = flags.limit === undefined ? 50 : Number(flags.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer between 1 and 1000');
+      const teamId = flags.team === undefined ? undefined : (await getTeam(ctx, required(flags, 'team'))).id;
+      return (await listAllAlerts(ctx, { limit, open: oneOf(flags.state ?? 'all', ['open', 'all'] as const, 'state') === 'open', teamId })).map(({ teamId: team_id, ...a }) => ({ team_id, ...a }));
+    }
+    case 'alerts ack': {
+      const team = await getTeam(ctx, required(flags, 'team'));
+      return acknowledgeAlert(ctx, team.id, required(flags, 'id'));
     }
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');

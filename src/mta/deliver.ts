@@ -79,6 +79,9 @@ const CODE = {
   smtpUtf8Unsupported: '5.6.7', // RFC 6531 §3.5 / RFC 3463 registry: non-ASCII addresses not permitted
 } as const;
 
+/** A dedicated address: its own pool (the pool key includes it), bound as the source, greeting with its name. */
+const sourceOf = (req: DeliveryRequest): Pick<SmtpTarget, 'localAddress' | 'helo'> => (req.source ? { localAddress: req.source.address, helo: req.source.helo } : {});
+
 const starttlsFor = (mode: TlsMode): StartTlsPolicy => (mode === 'enforced' ? 'required' : 'opportunistic');
 
 export function createMta(opts: MtaOptions): Mta {
@@ -173,6 +176,8 @@ export function createMta(opts: MtaOptions): Mta {
       }
       dnsOnly = false;
       for (const address of addresses) {
+        // A dedicated source address reaches only addresses of its own family.
+        if (req.source && isIP(req.source.address) !== isIP(address)) continue;
         if (tried++ >= MAX_ADDRESSES_PER_DELIVERY) break hosts;
         const target: SmtpTarget = {
           host: address,
@@ -180,6 +185,7 @@ export function createMta(opts: MtaOptions): Mta {
           servername: mx.host,
           implicitTls: false,
           starttls: starttlsFor(req.tlsMode),
+          ...sourceOf(req),
         };
         route.host = mx.host;
         route.port = opts.outboundPort;
@@ -208,6 +214,7 @@ export function createMta(opts: MtaOptions): Mta {
       implicitTls: relay.implicitTls,
       starttls: relay.implicitTls ? 'off' : starttlsFor(req.tlsMode),
       auth: relay.auth,
+      ...sourceOf(req),
     };
     const route: RouteTaken = { kind: 'relay', name, host: relay.host, port: relay.port, tls: false };
     const where = relay.host.includes(':') ? `[${relay.host}]:${relay.port}` : `${relay.host}:${relay.port}`;

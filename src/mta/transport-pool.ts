@@ -32,6 +32,10 @@ export interface SmtpTarget {
   implicitTls: boolean;
   starttls: StartTlsPolicy;
   auth?: { user: string; pass: string } | undefined;
+  /** The local address to connect from (a dedicated outbound address); the system's choice when unset. */
+  localAddress?: string | undefined;
+  /** The EHLO name for this source address; the pool's hostname when unset. */
+  helo?: string | undefined;
 }
 
 export interface SmtpEnvelope {
@@ -275,7 +279,8 @@ class DestinationPool {
       port: t.port,
       secure: t.implicitTls,
       servername: t.servername,
-      name: this.opts.hostname,
+      name: t.helo ?? this.opts.hostname,
+      ...(t.localAddress ? { localAddress: t.localAddress } : {}),
       connectionTimeout: ms,
       greetingTimeout: ms,
       socketTimeout: ms,
@@ -466,7 +471,7 @@ export function createTransportPool(options: TransportPoolOptions): TransportPoo
   let closed = false;
 
   const keyOf = (t: SmtpTarget) =>
-    JSON.stringify([t.host, t.port, t.servername ?? '', t.implicitTls, t.starttls, t.auth?.user ?? '', t.auth?.pass ?? '']);
+    JSON.stringify([t.host, t.port, t.servername ?? '', t.implicitTls, t.starttls, t.auth?.user ?? '', t.auth?.pass ?? '', t.localAddress ?? '', t.helo ?? '']);
 
   return {
     async send(target, envelope, raw) {

@@ -13,6 +13,8 @@ export interface DeliveryRequest {
   /** The whole RFC 5322 message, already DKIM-signed. */
   raw: Buffer;
   tlsMode: TlsMode;
+  /** The sender domain's dedicated address (MAIL_OUTBOUND_IPS): the connection's source and its HELO name. */
+  source?: { address: string; helo: string } | undefined;
 }
 
 export interface SmtpReplyInfo {

@@ -5,7 +5,7 @@ import type { DnsServer } from '../../src/config.js';
 
 const { Packet } = dns2;
 
-export type RecordType = 'A' | 'AAAA' | 'TXT' | 'MX' | 'CNAME' | 'SRV';
+export type RecordType = 'A' | 'AAAA' | 'TXT' | 'MX' | 'CNAME' | 'SRV' | 'PTR';
 export interface MxValue {
   exchange: string;
   priority: number;
@@ -42,7 +42,7 @@ function chunks(text: string): string[] {
   return out.length ? out : [''];
 }
 
-const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 15: 'MX', 5: 'CNAME', 33: 'SRV' };
+const TYPE_NAMES: Record<number, RecordType> = { 1: 'A', 28: 'AAAA', 16: 'TXT', 15: 'MX', 5: 'CNAME', 33: 'SRV', 12: 'PTR' };
 
 export async function startDns(): Promise<TestDns> {
   const zone = new Map<string, Map<RecordType, Value[]>>();
@@ -84,7 +84,7 @@ export async function startDns(): Promise<TestDns> {
       const base = { name: owner, type: question.type, class: Packet.CLASS.IN, ttl: 60 };
       if (type === 'TXT') response.answers.push({ ...base, data: Array.isArray(value) ? value : chunks(value as string) });
       else if (type === 'MX') response.answers.push({ ...base, ...(value as MxValue) });
-      else if (type === 'CNAME') response.answers.push({ ...base, domain: value as string });
+      else if (type === 'CNAME' || type === 'PTR') response.answers.push({ ...base, domain: value as string });
       else if (type === 'SRV') response.answers.push({ ...base, ...(value as SrvValue) });
       else response.answers.push({ ...base, address: value as string });
     }

@@ -17,6 +17,8 @@ export interface DomainView {
   name: string;
   status: string;
   dns_records: DnsRecordView[];
+  /** RFC 6186 SRV records for mail clients (not part of verification). */
+  mail_client_records?: DnsRecordView[];
 }
 
 /** An SRV record of `dns_records` (`value` is `<weight> <port> <target>`) as the DNS server serves it. */
@@ -28,7 +30,7 @@ export function srvValue(r: Pick<DnsRecordView, 'value' | 'priority'>): { priori
 /** Publishes every record the domain asks for (and an A record for the box's own name). */
 export function publishRecords(dns: TestDns, domain: DomainView): void {
   dns.set('A', TEST_HOSTNAME, ['127.0.0.1']);
-  for (const r of domain.dns_records) {
+  for (const r of [...domain.dns_records, ...(domain.mail_client_records ?? [])]) {
     if (r.type === 'MX') dns.set('MX', r.name, [{ exchange: r.value, priority: r.priority ?? 10 }]);
     else if (r.type === 'SRV') dns.set('SRV', r.name, [srvValue(r)]);
     else if (r.type === 'CNAME') dns.set('CNAME', r.name, [r.value]);

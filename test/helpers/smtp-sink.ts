@@ -25,6 +25,8 @@ export interface SinkTransaction {
   connection: number;
   /** EHLO/HELO name the client gave. */
   helo: string;
+  /** The client's address (the source address of its connection). */
+  remoteAddress: string;
   /** The sink accepted it (250) rather than refusing it at the end of DATA. */
   accepted: boolean;
 }
@@ -182,6 +184,7 @@ export async function startSmtpSink(options: SinkOptions = {}): Promise<SmtpSink
           user: session.user as string | undefined,
           connection: connectionOf.get(session.id) ?? 0,
           helo: session.hostNameAppearsAs,
+          remoteAddress: session.remoteAddress,
           accepted: !refused,
         });
         // A queue id per message, as real MTAs answer: the replies of two transactions differ.

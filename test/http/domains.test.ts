@@ -31,6 +31,7 @@ interface Domain {
   click_tracking: boolean;
   tls_mode: string;
   dns_records: DnsRecord[];
+  mail_client_records: DnsRecord[];
   created_at: string;
   verified_at: string | null;
   last_checked_at: string | null;
@@ -101,7 +102,7 @@ t.test('sending domains', async (t) => {
     if (dkim) dns.set('TXT', recordOf(d, 'DKIM').name, dkim);
     if (dmarc) dns.set('TXT', recordOf(d, 'DMARC').name, dmarc);
     if (parts.mx !== false) dns.set('MX', d.name, [{ exchange: TEST_HOSTNAME, priority: 10 }]);
-    for (const r of d.dns_records.filter((x) => x.record === 'SRV')) dns.set('SRV', r.name, [srvValue(r)]);
+    for (const r of d.mail_client_records) dns.set('SRV', r.name, [srvValue(r)]);
   }
 
   async function verify(d: Domain, key?: string): Promise<Domain> {
@@ -128,8 +129,11 @@ t.test('sending domains', async (t) => {
 
     t.same(
       d.dns_records.map((r) => r.record),
-      ['SPF', 'DKIM', 'DMARC', 'MX', 'SRV', 'SRV', 'SRV'],
+      ['SPF', 'DKIM', 'DMARC', 'MX'],
+      'dns_records keeps to the spec’s types: TXT and MX',
     );
+    t.ok(d.dns_records.every((r) => r.type === 'TXT' || r.type === 'MX'));
+    t.same(d.mail_client_records.map((r) => r.record), ['SRV', 'SRV', 'SRV'], 'the mail clients’ SRV records in their own field');
     for (const r of d.dns_records) {
       t.equal(r.status, 'pending', `${r.record} starts pending`);
       t.notOk(r.reason, `${r.record} has no reason yet`);
@@ -369,7 +373,7 @@ t.test('sending domains', async (t) => {
       'newest first',
     );
     t.same(res.body.domains[2], made[0], 'each item is the full Domain');
-    t.ok(res.body.domains.every((d) => d.dns_records.length === 7));
+    t.ok(res.body.domains.every((d) => d.dns_records.length === 4 && d.mail_client_records.length === 3));
   });
 
   t.test('GET /domains: domains created at the same instant are still newest first', async (t) => {
@@ -642,9 +646,10 @@ t.test('sending domains', async (t) => {
     t.ok(dns.queries.includes('TXT _spf.verify-folded.example'), 'the include was looked up');
   });
 
-  t.test('SRV records for mail clients (RFC 6186): listed, checked, never blocking verification', async (t) => {
+  t.test('SRV records for mail clients (RFC 6186): listed apart, checked, never blocking verification', async (t) => {
     const d = await create('verify-srv.example');
-    const srv = d.dns_records.filter((r) => r.record === 'SRV');
+    t.notOk(d.dns_records.some((r) => r.record === 'SRV'), 'not in dns_records');
+    const srv = d.mail_client_records;
     const cfg = app.appliance.ctx.config;
     t.same(
       srv.map(({ name, value, priority, type, required }) => ({ name, value, priority, type, required })),
@@ -660,13 +665,13 @@ t.test('sending domains', async (t) => {
     dns.set('SRV', '_pop3s._tcp.verify-srv.example', [{ priority: 0, weight: 1, port: 1995, target: 'elsewhere.example' }]);
     const v = await verify(d);
     t.equal(v.status, 'verified', JSON.stringify(v.dns_records));
-    const after = v.dns_records.filter((r) => r.record === 'SRV');
+    const after = v.mail_client_records;
     t.match(after[0], { status: 'failed', reason: /No SRV record found at _imaps\._tcp\.verify-srv\.example/ });
     t.match(after[2], { status: 'failed', reason: /does not point at mx\.appliance\.test port/ });
     t.ok(dns.queries.includes('SRV _submission._tcp.verify-srv.example'), 'looked up through the resolver');
     publish(d);
     const again = await verify(d);
-    t.ok(again.dns_records.filter((r) => r.record === 'SRV').every((r) => r.status === 'verified' && !r.reason), 'published: verified');
+    t.ok(again.mail_client_records.every((r) => r.status === 'verified' && !r.reason), 'published: verified');
   });
 
   t.test('verify: DKIM with another key → failed', async (t) => {
@@ -765,7 +770,7 @@ t.test('sending domains', async (t) => {
   t.test('verify: SERVFAIL from the DNS server → failed with the DNS failure as reason, no 500', async (t) => {
     const d = await create('verify-servfail.example');
     publish(d);
-    for (const r of d.dns_records) dns.fail(r.name);
+    for (const r of [...d.dns_records, ...d.mail_client_records]) dns.fail(r.name);
     dns.queries.length = 0;
     const res = await req<Domain>('POST', `/domains/${d.id}/verify`);
     t.equal(res.status, 200);
@@ -884,9 +889,9 @@ t.test('sending domains', async (t) => {
         `zone-line.example. IN TXT "${SPF_VALUE}"`,
         `_dmarc.zone-line.example. IN TXT "v=DMARC1; p=none; rua=mailto:dmarc-reports@zone-line.example"`,
         `zone-line.example. IN MX 10 ${TEST_HOSTNAME}.`,
-        ...d.dns_records.filter((r) => r.record === 'SRV').map((r) => `${r.name}. IN SRV 0 ${r.value}.`),
       ],
     );
+    t.same(d.mail_client_records.map((r) => r.zone_file_line), d.mail_client_records.map((r) => `${r.name}. IN SRV 0 ${r.value}.`));
     const m = /^(\S+)\. IN TXT ((?:"[^"]*" ?)+)$/.exec(dkim.zone_file_line!);
     t.ok(m, dkim.zone_file_line!);
     t.equal(m![1], dkim.name);

@@ -222,7 +222,7 @@ t.test("one delivery's retries and replays are one failed delivery toward the st
 t.test('20 consecutive failed deliveries (406 not counted) disable the endpoint, raise an alert and e-mail the owner', async (t) => {
   const { startDns } = await import('../helpers/dns-server.js');
   const { startSmtpSink } = await import('../helpers/smtp-sink.js');
-  const { listAlerts } = await import('../../src/services/notifications/alerts.js');
+  const { listAlerts } = await import('../../src/services/platform/alerts.js');
   const { simpleParser } = await import('mailparser');
   const dns = await startDns();
   t.teardown(() => dns.stop());

@@ -19,6 +19,7 @@ import * as templates from './017-templates.js';
 import * as tracking from './018-tracking.js';
 import * as broadcasts from './019-broadcasts.js';
 import * as workflows from './022-workflows.js';
+import * as notificationChannels from './023-notification-channels.js';
 import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
@@ -47,6 +48,7 @@ export const migrations: Migration[] = [
   { name: '018-tracking', ...tracking },
   { name: '019-broadcasts', ...broadcasts },
   { name: '022-workflows', ...workflows },
+  { name: '023-notification-channels', ...notificationChannels },
   { name: '026-imap-recent', ...imapRecent },
 ];
 

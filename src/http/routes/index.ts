@@ -15,6 +15,7 @@ import { mailboxRoutes } from './mailboxes/mailboxes.js';
 import { usageRoutes } from './sending/usage.js';
 import { trackingRoutes } from './sending/tracking.js';
 import { webhookRoutes } from './notifications/webhooks.js';
+import { channelRoutes } from './notifications/channels.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
 import { templateRoutes } from './templates/templates.js';
@@ -45,6 +46,8 @@ documented.push(...workflowRoutes);
 documented.push(...mcpRoutes);
 // Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.
 documented.push(...trackingRoutes);
+// Notification channels and alerts (issue 32, part 4).
+documented.push(...channelRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

@@ -5,6 +5,7 @@
 import type { AppContext } from '../../context.js';
 import type { Queryable } from '../../db/index.js';
 import { notFound } from '../../core/errors.js';
+import { raiseAlert } from '../platform/index.js';
 
 export interface DmarcRecord {
   source_ip: string;
@@ -94,7 +95,41 @@ export async function storeDmarcReport(q: Queryable, at: Date, domain: { id: str
     fail_count: total - pass,
     received_at: at.toISOString(),
   });
+  await alertOnFailures(q, at, domain, report, total, total - pass);
   return 'stored';
+}
+
+/** A report's failure rate above this raises `dmarc_failures` (besides any new failing source). */
+export const DMARC_ALERT_FAIL_RATE = 0.1;
+/** Earlier reports of the domain looked at to tell a new source from a known one. */
+const KNOWN_SOURCE_REPORTS = 100;
+
+/**
+ * The `dmarc_failures` alert: the report shows messages failing DMARC (neither aligned DKIM nor SPF) from a
+ * source address no earlier report of the domain named (a new unauthorised sender, or a forger), or a share
+ * of failing messages above DMARC_ALERT_FAIL_RATE.
+ */
+async function alertOnFailures(q: Queryable, at: Date, domain: { id: string; teamId: string; name: string }, report: DmarcAggregateReport, total: number, failing: number): Promise<void> {
+  if (failing === 0) return;
+  const bySource = new Map<string, number>();
+  for (const r of report.records) if (r.dkim !== 'pass' && r.spf !== 'pass') bySource.set(r.source_ip, (bySource.get(r.source_ip) ?? 0) + r.count);
+  const earlier = (await q('dmarc_reports').where({ domain_id: domain.id }).andWhereNot({ report_id: report.reportId.slice(0, 255) }).orderBy('id', 'desc').limit(KNOWN_SOURCE_REPORTS).select('records')) as Array<{ records: string }>;
+  const known = new Set<string>();
+  for (const e of earlier) for (const r of JSON.parse(e.records) as DmarcRecord[]) known.add(r.source_ip);
+  const fresh = [...bySource.keys()].filter((ip) => !known.has(ip));
+  const rate = total > 0 ? failing / total : 0;
+  if (fresh.length === 0 && rate <= DMARC_ALERT_FAIL_RATE) return;
+  const sources = [...bySource].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([ip, count]) => ({ ip, count, new: !known.has(ip) }));
+  const why = fresh.length > 0 ? `${fresh.length} source(s) not seen before (${fresh.slice(0, 3).join(', ')})` : `${Math.round(rate * 100)} % of the messages`;
+  await raiseAlert(q, at, domain.teamId, 'dmarc_failures', `DMARC report from ${report.orgName} for ${domain.name}: ${failing} of ${total} messages failed DMARC, ${why}.`, {
+    domainId: domain.id,
+    domain: domain.name,
+    reportId: report.reportId,
+    orgName: report.orgName,
+    failing,
+    total,
+    sources,
+  });
 }
 
 function toView(r: ReportRow): DmarcReportView {

@@ -18,7 +18,7 @@ import type { Job, JobOutcome } from '../../jobs/queue.js';
 import { WEBHOOK_DELIVER_JOB, webhookLane, type DeliverJobPayload } from '../../events/webhook-dispatcher.js';
 import { postWebhook, type WebhookResponse } from '../../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../../events/webhook-signature.js';
-import { recordAlert } from './alerts.js';
+import { raiseAlert } from '../platform/index.js';
 import { sendSystemEmail } from '../sending/index.js';
 
 /** Waits after failed attempts 1..7; the 8th failure is final. */
@@ -293,7 +293,7 @@ async function countFailure(ctx: AppContext, trx: Queryable, hook: WebhookRow, a
   await trx('webhooks').where({ id: hook.id }).update({ active: false, disabled_at: now, updated_at: now });
   await dropSchedule(trx, hook.id);
   const message = `Webhook ${hook.id} (${row.url}) was disabled after ${AUTO_DISABLE_FAILURES} consecutive failed deliveries.`;
-  await recordAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
+  await raiseAlert(trx, at, row.team_id, 'webhook_disabled', message, { webhookId: hook.id, url: row.url, consecutiveFailures: row.consecutive_failures });
   const team = (await trx('teams').where({ id: row.team_id }).first('owner_email')) as { owner_email: string } | undefined;
   if (!team) return;
   try {

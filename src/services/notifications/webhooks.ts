@@ -86,7 +86,7 @@ export function toDelivery(r: DeliveryRow): WebhookDelivery {
 }
 
 /** http(s) only, no credentials in the URL, and (unless the operator allows it) no private target. */
-async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
+export async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);

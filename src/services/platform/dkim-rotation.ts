@@ -19,6 +19,7 @@ import { AppError, conflict, unprocessable } from '../../core/errors.js';
 import { DAY } from '../../core/clock.js';
 import type { Queryable } from '../../db/index.js';
 import { recordEvent } from '../../events/recorder.js';
+import { raiseAlert } from './alerts.js';
 import type { Job } from '../../jobs/queue.js';
 import { checkRecord, recordKey, type DnsRecord } from './domain-records.js';
 import { keyTypeOf, loadKeys, newKeySet, type DkimKeyRow, type DkimKeyType } from './dkim-keys.js';
@@ -116,6 +117,11 @@ export async function rotateDkim(ctx: AppContext, teamId: string, id: string, in
       await touch(trx, current, at);
       const rotation = rotationView(await domainView(ctx, trx, current));
       await recordEvent(trx, at, teamId, 'domain.dkim_rotation_started', { ...rotation });
+      await raiseAlert(trx, at, teamId, 'dkim_rotation_pending', `A DKIM rotation of ${row.name} waits for activation: publish the new record(s), then POST /domains/${id}/dkim/rotate/activate.`, {
+        domainId: id,
+        domain: row.name,
+        records: rotation.records,
+      });
       return rotation;
     }),
   );
@@ -233,6 +239,11 @@ export async function retireDkimKeys(ctx: AppContext, job: Job): Promise<void> {
         completed_at: at.toISOString(),
       };
       await recordEvent(trx, at, row.team_id, 'domain.dkim_rotation_completed', { ...completed });
+      await raiseAlert(trx, at, row.team_id, 'dkim_rotation_completed', `The DKIM rotation of ${row.name} is complete: the old record(s) can be removed from the DNS.`, {
+        domainId,
+        domain: row.name,
+        recordsToRemove: completed.records_to_remove,
+      });
     }),
   );
 }

@@ -1,5 +1,6 @@
 // The DNS records a customer publishes for a sending domain, and the checks that prove they are there.
 //   SPF   TXT  <domain>                   v=spf1 a:<box> ~all        required: authorises this box to send
+//                                          (v=spf1 ip4:<addr> a:<box> ~all with a dedicated address)
 //   DKIM  TXT  <selector>._domainkey.<d>  v=DKIM1; k=rsa; p=<key>    required: one per signing key (k=ed25519 for an
 //                                                                   Ed25519 key); a rotation's new and old keys are
 //                                                                   listed too, not required (dkim-rotation.ts)
@@ -10,6 +11,7 @@
 //                                                                   subdomain; its open and click URLs use that
 //                                                                   name once this record is verified
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
+import { isIP } from 'node:net';
 import { spf } from 'mailauth/lib/spf/index.js';
 import { DnsLookupError, isNoData, type DnsResolver } from '../../dns/resolver.js';
 import type { DkimAlgorithm, DkimKeyState } from './dkim-keys.js';
@@ -139,12 +141,21 @@ export function trackingRecord(domain: string, hostname: string, subdomain: stri
 
 /**
  * The records to publish for `domain` on a box called `hostname`, every status `pending`. With `ports`, the
- * RFC 6186 SRV records for mail clients follow (informational: never required for verification); with
- * `trackingSubdomain`, the tracking CNAME last (optional).
+ * RFC 6186 SRV records for mail clients follow (informational, split off into `mail_client_records` by
+ * domains.ts); with `trackingSubdomain`, the tracking CNAME last (optional); with `sendFrom` (a dedicated
+ * address), SPF names it.
  */
-export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[], ports?: ServicePorts, trackingSubdomain?: string | null): DnsRecord[] {
+export function expectedRecords(
+  domain: string,
+  hostname: string,
+  dkim: PublishedDkimKey[],
+  ports?: ServicePorts,
+  opts: { sendFrom?: string | null; trackingSubdomain?: string | null } = {},
+): DnsRecord[] {
+  // A dedicated outbound address (domains.ts) is named first: the domain's mail leaves from it.
+  const ipTerm = opts.sendFrom ? `${isIP(opts.sendFrom) === 6 ? 'ip6' : 'ip4'}:${opts.sendFrom} ` : '';
   const records: Unlined[] = [
-    { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
+    { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 ${ipTerm}a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
   ];
   for (const key of dkim) {
     const algorithm = key.algorithm ?? 'rsa';
@@ -177,7 +188,7 @@ export function expectedRecords(domain: string, hostname: string, dkim: Publishe
   return [
     ...records.map(lined),
     ...(ports ? srvRecords(domain, hostname, ports) : []),
-    ...(trackingSubdomain ? [trackingRecord(domain, hostname, trackingSubdomain)] : []),
+    ...(opts.trackingSubdomain ? [trackingRecord(domain, hostname, opts.trackingSubdomain)] : []),
   ];
 }
 
@@ -239,7 +250,7 @@ const unwrapped = (txt: string) => txt.replace(/^[\s"'\\]+|[\s"'\\]+$/g, '');
 const SPF_RE = /^v=spf1(\s|$)/i;
 const DMARC_RE = /^v=DMARC1(\s*;|\s*$)/i;
 
-async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Promise<CheckResult> {
+async function checkSpf(dns: DnsResolver, domain: string, hostname: string, sendFrom?: string | null): Promise<CheckResult> {
   const txt = await dns.txt(domain);
   // Receivers take a record for SPF when it begins with exactly `v=spf1` (RFC 7208 §4.5); some trim it
   // first (mailauth does), so a record with a leading blank counts as a second one for them.
@@ -253,7 +264,8 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Pro
     if (quoted) return failed(`The TXT record at ${domain} has quotation marks inside its value (${quoted}), so it is not an SPF record: enter the value without the quotes around it`);
     return failed(`No SPF record (v=spf1) found at ${domain}${await whereInstead(dns, domain, domain, (t) => t.some((v) => SPF_RE.test(v.trim())))}`);
   }
-  const addresses = [...(await dns.a(hostname)), ...(await dns.aaaa(hostname))];
+  // A domain with a dedicated address sends from it alone: that is the address receivers check.
+  const addresses = sendFrom ? [sendFrom] : [...(await dns.a(hostname)), ...(await dns.aaaa(hostname))];
   if (addresses.length === 0) {
     // The box's own name does not resolve (yet): fall back to reading the record.
     const terms = records[0]!.toLowerCase().split(/\s+/);
@@ -287,7 +299,11 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string): Pro
   }
   return failures.length === 0
     ? verified
-    : failed(`SPF record at ${domain} does not authorise ${hostname} (${failures.join(', ')}); add a:${hostname}`);
+    : failed(
+        sendFrom
+          ? `SPF record at ${domain} does not authorise the domain's dedicated address (${failures.join(', ')}); add ${isIP(sendFrom) === 6 ? 'ip6' : 'ip4'}:${sendFrom}`
+          : `SPF record at ${domain} does not authorise ${hostname} (${failures.join(', ')}); add a:${hostname}`,
+      );
 }
 
 async function checkDkim(dns: DnsResolver, name: string, domain: string, expected: string): Promise<CheckResult> {
@@ -414,11 +430,11 @@ async function checkTracking(dns: DnsResolver, record: DnsRecord): Promise<Check
  * Looks one record up through the box's resolver. Never throws: a failed look-up is a failed check, marked
  * `transient` when the DNS did not answer (timeout, SERVFAIL, refused), as opposed to answering without it.
  */
-export async function checkRecord(dns: DnsResolver, domain: string, hostname: string, record: DnsRecord): Promise<CheckResult> {
+export async function checkRecord(dns: DnsResolver, domain: string, hostname: string, record: DnsRecord, sendFrom?: string | null): Promise<CheckResult> {
   try {
     switch (record.record) {
       case 'SPF':
-        return await checkSpf(dns, domain, hostname);
+        return await checkSpf(dns, domain, hostname, sendFrom);
       case 'DKIM':
         return await checkDkim(dns, record.name, domain, record.value);
       case 'DMARC':

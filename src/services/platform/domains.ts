@@ -1,13 +1,16 @@
 // Sending domains: creation with a DKIM key set (dkim-keys.ts), DNS verification, settings, deletion.
 // Every change records its domain.* event in the same transaction. Key rotation: dkim-rotation.ts.
+import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../../context.js';
 import type { Config, Plan } from '../../config.js';
 import type { Queryable } from '../../db/index.js';
 import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
+import { ipv6Bytes } from '../../core/ip.js';
 import { recordEvent } from '../../events/recorder.js';
-import { limitsFor } from './limits.js';
+import { raiseAlert } from './alerts.js';
+import { DEDICATED_IP_PLANS, limitsFor } from './limits.js';
 import { checkRecord, expectedRecords, recordKey, recordRemoved, type DnsRecord, type RecordStatus } from './domain-records.js';
 import { keyTypeOf, loadKeys, newKeySet, type DkimKeyRow, type DkimKeyType } from './dkim-keys.js';
 import type { KeyMode } from './api-keys.js';
@@ -39,10 +42,45 @@ export interface Domain {
   dkim_key_type: DkimKeyType;
   /** The rotation under way (dkim-rotation.ts), or null. */
   dkim_rotation: DkimRotationSummary | null;
+  /** The records a customer publishes for verification: TXT (SPF, DKIM, DMARC) and MX (the spec's types). */
   dns_records: DnsRecord[];
+  /**
+   * The RFC 6186 SRV records that let mail clients find IMAP, submission and POP3: useful, informational, never
+   * part of verification (a verify still looks them up and reports each one's status).
+   */
+  mail_client_records: DnsRecord[];
+  /** `degraded` while the periodic DNS check finds a watched record gone or wrong (dns-drift.ts); sending continues. */
+  dns_health: 'ok' | 'degraded';
+  /** What the periodic check found drifted: each record with what was expected and what was found. */
+  dns_drift: DnsDrift[];
+  /** The domain's dedicated outbound address (POST /domains/{id}/ip), or null: the box's shared addresses. */
+  dedicated_ip: DedicatedIp | null;
   created_at: string;
   verified_at: string | null;
   last_checked_at: string | null;
+}
+
+export interface DedicatedIp {
+  ip: string;
+  /** The name its connections greet with (EHLO). */
+  helo: string;
+  /**
+   * The last verify's check of the address's PTR record against the HELO name: `matches`, `mismatch` (a
+   * warning: receivers distrust a HELO its address does not name back; ask the address's provider to set
+   * the PTR), `missing`, or `unchecked` before a verify. Never blocks verification.
+   */
+  ptr: { status: 'matches' | 'mismatch' | 'missing' | 'unchecked'; found: string[]; warning: string | null; checked_at: string | null };
+}
+
+export interface DnsDrift {
+  record: 'SPF' | 'DKIM' | 'MX';
+  name: string;
+  expected: string;
+  /** The values found at the name (TXT strings, MX hosts); empty when there was none. */
+  found: string[];
+  reason: string | null;
+  /** When the check first found it. */
+  since: string;
 }
 
 /**
@@ -75,6 +113,10 @@ export interface DomainRow {
   last_checked_at: string | null;
   created_at: string;
   updated_at: string;
+  dns_drift?: string | null;
+  dns_checked_at?: string | null;
+  dedicated_ip?: string | null;
+  dedicated_ip_check?: string | null;
 }
 
 type StoredStatus = Record<string, { status: RecordStatus; reason?: string }>;
@@ -131,14 +173,42 @@ export function normaliseDomainName(input: string): string | null {
 }
 
 /** The box's name and client ports: what the records point at. */
-type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort'>;
+type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort' | 'outboundIps'>;
+
+function dedicatedOf(row: DomainRow, box: RecordTarget): DedicatedIp | null {
+  if (!row.dedicated_ip) return null;
+  const helo = box.outboundIps.find((o) => o.ip === row.dedicated_ip)?.helo ?? box.hostname;
+  const check = row.dedicated_ip_check ? (JSON.parse(row.dedicated_ip_check) as DedicatedIp['ptr']) : null;
+  return { ip: row.dedicated_ip, helo, ptr: check ?? { status: 'unchecked', found: [], warning: null, checked_at: null } };
+}
+
+/** The PTR record(s) of `ip` against the HELO name: a warning when they do not name it. */
+async function checkPtr(ctx: AppContext, ip: string, helo: string, at: Date): Promise<DedicatedIp['ptr']> {
+  let found: string[] = [];
+  try {
+    found = ((await ctx.dns.raw(reverseName(ip), 'PTR')) as string[]).map((n) => String(n).toLowerCase().replace(/\.$/, ''));
+  } catch {
+    found = [];
+  }
+  const checked_at = at.toISOString();
+  if (found.length === 0) return { status: 'missing', found, warning: `No PTR record for ${ip}: receivers distrust a sender whose address has no name; ask the address's provider to set its PTR to ${helo}`, checked_at };
+  if (found.includes(helo.toLowerCase())) return { status: 'matches', found, warning: null, checked_at };
+  return { status: 'mismatch', found, warning: `The PTR record of ${ip} names ${found.join(', ')}, not the HELO name ${helo}: ask the address's provider to set it to ${helo}`, checked_at };
+}
+
+/** The reverse-lookup name of an address (in-addr.arpa, ip6.arpa). */
+function reverseName(ip: string): string {
+  if (isIP(ip) === 4) return `${ip.split('.').reverse().join('.')}.in-addr.arpa`;
+  const hex = ipv6Bytes(ip).map((b) => b.toString(16).padStart(2, '0')).join('');
+  return `${[...hex].reverse().join('.')}.ip6.arpa`;
+}
 
 function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
   const stored = JSON.parse(row.record_status) as StoredStatus;
   const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key, algorithm: k.algorithm, state: k.state, retireAfter: k.retire_after }));
   const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
   const retiredAt = new Map(keys.map((k) => [k.selector, k.retired_at]));
-  return expectedRecords(row.name, box.hostname, published, ports, row.tracking_subdomain ?? null).map((r) => {
+  return expectedRecords(row.name, box.hostname, published, ports, { sendFrom: row.dedicated_ip, trackingSubdomain: row.tracking_subdomain ?? null }).map((r) => {
     // A retired key's record is to be removed: so it says until a verify finds it gone (and the key's row goes).
     if (r.dkim?.state === 'retired') {
       return { ...r, status: 'pending', reason: `Remove this record: its key was retired at ${retiredAt.get(r.dkim.selector)} and signs no mail` };
@@ -176,6 +246,13 @@ export function rotationOf(keys: DkimKeyRow[]): DkimRotationSummary | null {
   return null;
 }
 
+export const driftOf = (row: Pick<DomainRow, 'dns_drift'>): DnsDrift[] => (row.dns_drift ? (JSON.parse(row.dns_drift) as DnsDrift[]) : []);
+
+/** The spec's records (TXT, MX) apart from the mail clients' SRV records. */
+function splitRecords(all: DnsRecord[]): Pick<Domain, 'dns_records' | 'mail_client_records'> {
+  return { dns_records: all.filter((r) => r.type !== 'SRV'), mail_client_records: all.filter((r) => r.type === 'SRV') };
+}
+
 function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain {
   return {
     id: row.id,
@@ -189,7 +266,10 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     inbound_mode: row.inbound_mode ?? 'none',
     dkim_key_type: keyTypeOf(keys.filter((k) => k.state === 'active')),
     dkim_rotation: rotationOf(keys),
-    dns_records: recordsOf(row, keys, box),
+    ...splitRecords(recordsOf(row, keys, box)),
+    dns_health: driftOf(row).length > 0 ? 'degraded' : 'ok',
+    dns_drift: driftOf(row),
+    dedicated_ip: dedicatedOf(row, box),
     created_at: row.created_at,
     verified_at: row.verified_at,
     last_checked_at: row.last_checked_at,
@@ -290,6 +370,50 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
 }
 
 /**
+ * Gives the domain one of the box's outbound addresses (MAIL_OUTBOUND_IPS): its mail then leaves from that
+ * address, over connections of its own, greeting with the address's HELO name; its SPF record names the
+ * address. Plans from Scale up (403 below); 422 when the address is not one of the box's; 409 when another
+ * team's domain has it (a team may put several of its domains on one address).
+ */
+export async function assignDedicatedIp(ctx: AppContext, teamId: string, id: string, ip: string): Promise<Domain> {
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const row = await findRow(trx, teamId, id);
+    const team = (await trx('teams').where({ id: teamId }).first('plan')) as { plan: Plan } | undefined;
+    if (!team || !DEDICATED_IP_PLANS.includes(team.plan)) throw forbidden(`Dedicated IPs need the Scale plan or above (this team is on ${team?.plan ?? 'no plan'})`);
+    const entry = ctx.config.outboundIps.find((o) => o.ip === ip || (isIP(ip) === 6 && isIP(o.ip) === 6 && ipv6Bytes(o.ip).join() === ipv6Bytes(ip).join()));
+    if (!entry) {
+      const list = ctx.config.outboundIps.map((o) => o.ip).join(', ');
+      throw unprocessable(`'${ip}' is not one of this box's outbound addresses (${list || 'none are configured: MAIL_OUTBOUND_IPS'})`);
+    }
+    const taken = (await trx('domains').where({ dedicated_ip: entry.ip }).whereNot({ team_id: teamId }).first('id')) as { id: string } | undefined;
+    if (taken) throw conflict(`${entry.ip} is dedicated to another team`);
+    return setDedicatedIp(ctx, trx, teamId, row, entry.ip);
+  }));
+}
+
+/** Returns the domain to the shared addresses (idempotent). */
+export async function releaseDedicatedIp(ctx: AppContext, teamId: string, id: string): Promise<Domain> {
+  return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const row = await findRow(trx, teamId, id);
+    if (!row.dedicated_ip) return domainView(ctx, trx, row);
+    return setDedicatedIp(ctx, trx, teamId, row, null);
+  }));
+}
+
+async function setDedicatedIp(ctx: AppContext, trx: Queryable, teamId: string, row: DomainRow, ip: string | null): Promise<Domain> {
+  const at = ctx.clock.now();
+  // The SPF record changes with it: its status starts over until the next verify.
+  const stored = JSON.parse(row.record_status) as StoredStatus;
+  const spfChanged = (row.dedicated_ip ?? null) !== ip;
+  if (spfChanged) delete stored.SPF;
+  const next: DomainRow = { ...row, dedicated_ip: ip, dedicated_ip_check: null, record_status: JSON.stringify(stored), updated_at: at.toISOString() };
+  await trx('domains').where({ id: row.id }).update({ dedicated_ip: ip, dedicated_ip_check: null, record_status: next.record_status, updated_at: next.updated_at });
+  const domain = await domainView(ctx, trx, next);
+  await recordEvent(trx, at, teamId, 'domain.updated', { ...domain, changes: { dedicated_ip: ip } } as unknown as Record<string, unknown>);
+  return domain;
+}
+
+/**
  * `callerMode`: the mode of the key asking (the admin CLI and internal callers pass none). A domain has no mode:
  * it signs and receives the team's live mail too, and deleting it takes its DKIM key with it (publishing a new
  * one means a DNS change). A test-mode key, the kind handed to CI and staging, may add and verify domains for
@@ -321,10 +445,11 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
   const before = await domainView(ctx, ctx.db, row);
   // DNS look-ups happen outside any transaction: they can take seconds. A retired key's record is looked for
   // the other way round: once it is gone, the key's row goes and the record is no longer listed.
-  const retired = before.dns_records.filter((r) => r.dkim?.state === 'retired');
+  const listed = [...before.dns_records, ...before.mail_client_records];
+  const retired = listed.filter((r) => r.dkim?.state === 'retired');
   const [checked, removed] = await Promise.all([
     Promise.all(
-      before.dns_records.filter((r) => r.dkim?.state !== 'retired').map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r) })),
+      listed.filter((r) => r.dkim?.state !== 'retired').map(async (r) => ({ record: r, result: await checkRecord(ctx.dns, row.name, ctx.config.hostname, r, row.dedicated_ip) })),
     ),
     Promise.all(retired.map((r) => recordRemoved(ctx.dns, r).then((gone) => (gone ? [r.dkim!.selector] : []), () => []))).then((s) => s.flat()),
   ]);
@@ -349,6 +474,9 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
     if (wasVerified && watched && record.status === 'verified' && status === 'failed') drift.push({ record: record.record, name: record.name, reason });
   }
   const at = ctx.clock.now();
+  // A dedicated address: its PTR against the HELO name (a warning, never blocking).
+  const dedicated = dedicatedOf(row, ctx.config);
+  const ptrCheck = dedicated ? await checkPtr(ctx, dedicated.ip, dedicated.helo, at) : null;
   return ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
     const current = await findRow(trx, teamId, id); // still there?
     if (removed.length > 0) await trx('dkim_keys').where({ domain_id: id, state: 'retired' }).whereIn('selector', removed).delete();
@@ -360,7 +488,14 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
       last_checked_at: at.toISOString(),
       updated_at: at.toISOString(),
     };
+    const ptr = ptrCheck;
+    // Everything found: any drift the periodic check reported is over.
+    const restored = ok && driftOf(current).length > 0;
+    if (restored) next.dns_drift = null;
+    if (ptr && current.dedicated_ip === row.dedicated_ip) next.dedicated_ip_check = JSON.stringify(ptr);
     await trx('domains').where({ id }).update({
+      ...(restored ? { dns_drift: null } : {}),
+      ...(ptr && current.dedicated_ip === row.dedicated_ip ? { dedicated_ip_check: JSON.stringify(ptr) } : {}),
       status: next.status,
       record_status: next.record_status,
       verified_at: next.verified_at,
@@ -368,8 +503,18 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
       updated_at: next.updated_at,
     });
     const domain = await domainView(ctx, trx, next);
-    if (drift.length > 0 && current.status === 'verified') await recordEvent(trx, at, teamId, 'domain.dns_drift', { ...domain, drift } as unknown as Record<string, unknown>);
+    if (drift.length > 0 && current.status === 'verified') {
+      await recordEvent(trx, at, teamId, 'domain.dns_drift', { ...domain, drift } as unknown as Record<string, unknown>);
+      const what = drift.map((d) => `${d.record} (${d.name})`).join(', ');
+      await raiseAlert(trx, at, teamId, 'dns_drift', `DNS of ${row.name} changed: ${what} no longer found as published.`, { domainId: row.id, domain: row.name, drift });
+    }
+    if (restored) await raiseAlert(trx, at, teamId, 'dns_restored', `The DNS records of ${row.name} are found again.`, { domainId: row.id, domain: row.name });
     await recordEvent(trx, at, teamId, ok ? 'domain.verified' : 'domain.failed', domain as unknown as Record<string, unknown>);
+    // An alert when a verify moves the domain into `failed` (not at every failed retry of a failed domain).
+    if (!ok && current.status !== 'failed') {
+      const missing = domain.dns_records.filter((r) => r.required && r.status !== 'verified').map((r) => ({ record: r.record, name: r.name, reason: stored[recordKey(r)]?.reason }));
+      await raiseAlert(trx, at, teamId, 'domain_verification_failed', `Verification of ${row.name} failed: ${missing.map((m) => m.record).join(', ') || 'required records'} not found as expected.`, { domainId: row.id, domain: row.name, records: missing });
+    }
     return domain;
   }));
 }

@@ -6,13 +6,17 @@ export {
   newToken, type Permission, PERMISSIONS, type Principal, rotateApiKey
 } from './api-keys.js';
 export {
-  createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
-  REGIONS, TLS_MODES, updateDomain, verifyDomain
+  assignDedicatedIp, createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
+  REGIONS, releaseDedicatedIp, TLS_MODES, updateDomain, verifyDomain
 } from './domains.js';
 export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
 export {
   abortDkimRotation, activateDkimRotation, DKIM_RETIRE_JOB, type DkimRotation, retireDkimKeys, RETIRE_AFTER_DAYS, rotateDkim
 } from './dkim-rotation.js';
+export {
+  acknowledgeAlert, type Alert, alertInsert, ALERT_KINDS, type AlertKind, listAlerts, listAllAlerts, pageAlerts, raiseAlert, toAlert
+} from './alerts.js';
+export { checkDomainDns, DNS_CHECK_JOB, scheduleDnsChecks, startDnsCheckRound } from './dns-drift.js';
 export { listTeamEvents } from './events.js';
 export { checkHealth } from './health.js';
 export { limitsFor, PLAN_LIMITS } from './limits.js';

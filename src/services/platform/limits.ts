@@ -17,6 +17,13 @@ export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
   enterprise: { domains: Infinity, apiKeys: Infinity, webhooks: 20, retentionDays: Infinity },
 };
 
+/**
+ * Plans whose domains may be given one of the box's dedicated outbound addresses (POST /domains/{id}/ip): the
+ * spec's limits table leaves it open; a dedicated address is a Scale-and-above feature at the services the
+ * spec follows, so it is here too.
+ */
+export const DEDICATED_IP_PLANS: readonly Plan[] = ['scale', 'enterprise'];
+
 export function limitsFor(plan: Plan): PlanLimits {
   return PLAN_LIMITS[plan];
 }

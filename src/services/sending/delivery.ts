@@ -23,6 +23,7 @@ import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRo
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
 import { trackedHtml, trackingHostOf, type DomainTracking } from './tracking.js';
+import { alertInsert } from '../platform/index.js';
 
 /**
  * Waits between attempts for deferred recipients: 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h, then every
@@ -41,6 +42,8 @@ interface DomainKeyRow {
   domain_id: string;
   name: string;
   tls_mode: TlsMode;
+  /** The domain's dedicated outbound address, or null (the shared pool). */
+  dedicated_ip: string | null;
   selector: string;
   algorithm: 'rsa' | 'ed25519';
   private_key_sealed: string;
@@ -54,6 +57,7 @@ interface DomainKeyRow {
 interface SenderKeys {
   name: string;
   tls_mode: TlsMode;
+  dedicated_ip?: string | null;
   keys: Array<Pick<DomainKeyRow, 'selector' | 'algorithm' | 'private_key_sealed'>>;
   /** What the domain tracks (tracking.ts): its html is rewritten before the message is built. */
   tracking: DomainTracking;
@@ -74,12 +78,19 @@ function senderKeysOf(rows: DomainKeyRow[]): Map<string, SenderKeys> {
     let sender = byDomain.get(r.domain_id);
     if (!sender) {
       const tracking = { open: Boolean(r.open_tracking), click: Boolean(r.click_tracking), host: trackingHostOf(r.name, r.tracking_subdomain, r.record_status) };
-      byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, keys: [], tracking }));
+      byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, dedicated_ip: r.dedicated_ip, keys: [], tracking }));
     }
     sender.keys.push({ selector: r.selector, algorithm: r.algorithm, private_key_sealed: r.private_key_sealed });
   }
   for (const sender of byDomain.values()) sender.keys.sort((a, b) => Number(a.algorithm !== 'rsa') - Number(b.algorithm !== 'rsa'));
   return byDomain;
+}
+
+/** The sender domain's dedicated address with its HELO name (MAIL_OUTBOUND_IPS); none when unset or no longer configured. */
+function sourceFor(ctx: AppContext, sender: SenderKeys): { address: string; helo: string } | undefined {
+  if (!sender.dedicated_ip) return undefined;
+  const entry = ctx.config.outboundIps.find((o) => o.ip === sender.dedicated_ip);
+  return entry ? { address: entry.ip, helo: entry.helo } : undefined;
 }
 
 /** The return path: bounces come back to the sender's domain, tagged with the email's id (VERP-style). */
@@ -106,6 +117,40 @@ interface WriteSet {
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
   /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
   finishedJob: number | null;
+  /** Bounces of a blocking kind (spam_block, policy) by receiving provider: counted toward `provider_blocking`. */
+  blocks?: Array<{ team_id: string; provider: string }>;
+}
+
+/** Bounce categories that say the provider refuses the box's mail (not the recipient's address). */
+const BLOCKING = new Set(['spam_block', 'policy']);
+/** Blocking bounces from one provider within one UTC hour that raise `provider_blocking` (once per provider and hour). */
+export const PROVIDER_BLOCK_ALERT = 10;
+
+/** The provider behind a route: the MX host's last two labels (gmail-smtp-in.l.google.com → google.com), else the recipient's domain. */
+export function providerOf(host: string | null | undefined, recipient: string): string {
+  const labels = (host ?? '').toLowerCase().replace(/\.$/, '').split('.').filter(Boolean);
+  if (labels.length >= 2 && !/^\d+$/.test(labels.at(-1)!)) return labels.slice(-2).join('.');
+  return recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+}
+
+/** Counts blocking bounces per team, provider and hour, and writes the alert when a count reaches the threshold. */
+function blockWrites(trx: Queryable, at: Date, sets: WriteSet[]): Array<Promise<void>> {
+  const counts = new Map<string, { team_id: string; provider: string; n: number }>();
+  for (const b of sets.flatMap((s) => s.blocks ?? [])) {
+    const key = `${b.team_id}\u0000${b.provider}`;
+    const c = counts.get(key) ?? { ...b, n: 0 };
+    c.n++;
+    counts.set(key, c);
+  }
+  const hour = at.toISOString().slice(0, 13);
+  const out: Array<Promise<void>> = [];
+  for (const { team_id, provider, n } of counts.values()) {
+    out.push(write(trx, 'INSERT INTO provider_blocks (team_id, provider, hour, count) VALUES (?, ?, ?, ?) ON CONFLICT (team_id, provider, hour) DO UPDATE SET count = count + excluded.count', [team_id, provider, hour, n]));
+    const a = alertInsert(at, team_id, 'provider_blocking', `${provider} is refusing this team's mail as spam or by policy: ${PROVIDER_BLOCK_ALERT} or more such bounces since ${hour}:00 UTC.`, { provider, threshold: PROVIDER_BLOCK_ALERT, since: `${hour}:00:00.000Z` }, { dedupeKey: `provider_blocking:${provider}:${hour}` });
+    // Runs at COMMIT after the count above: raised once the hour's count reaches the threshold.
+    out.push(write(trx, a.sql.replace(' VALUES (?, ?, ?, ?, ?, ?)', ' SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT count FROM provider_blocks WHERE team_id = ? AND provider = ? AND hour = ?) >= ?'), [...a.bindings, team_id, provider, hour, PROVIDER_BLOCK_ALERT]));
+  }
+  return out;
 }
 
 /** Every statement at once (`settleAll`): they touch different rows or tables. */
@@ -129,6 +174,7 @@ async function writeOutcomes(ctx: AppContext, trx: Queryable, sets: WriteSet[]):
       sets.map((s) => s.email),
     ),
     ctx.jobs.finishIn(trx, sets.flatMap((s) => (s.finishedJob === null ? [] : [s.finishedJob]))),
+    ...blockWrites(trx, ctx.clock.now(), sets),
   ]);
 }
 
@@ -182,7 +228,7 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
       ),
       queryJson<DomainKeyRow[]>(
         reads,
-        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed,
+        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'dedicated_ip', d.dedicated_ip, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed,
            'open_tracking', d.open_tracking, 'click_tracking', d.click_tracking, 'tracking_subdomain', d.tracking_subdomain, 'record_status', CASE WHEN d.tracking_subdomain IS NULL THEN '{}' ELSE d.record_status END))
          FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
          WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
@@ -296,7 +342,8 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
         const { message, signer } = renderInput(loaded, key);
         if (email.mode !== 'test' && renderer.delivers && here.length === 0) {
           // The thread that builds and signs the message also runs its SMTP transactions (render-pool.ts).
-          const deliveries = [...remote].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode }));
+          const source = sourceFor(ctx, key);
+          const deliveries = [...remote].map(([domain, addresses]) => ({ domain, recipients: addresses, envelopeFrom: returnPath(email), tlsMode: key.tls_mode, source }));
           results = await renderer.renderAndDeliver(message, signer, started, deliveries, ctx.clock.now());
         } else {
           raw = await renderer.render(message, signer, started);
@@ -314,7 +361,7 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
         [...remote].map(([domain, addresses]) =>
           email.mode === 'test'
             ? simulateDelivery(addresses, attempt)
-            : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode }),
+            : mta.deliver({ domain, recipients: addresses, envelopeFrom: returnPath(email), raw: message, tlsMode: key.tls_mode, source: sourceFor(ctx, key) }),
         ),
       );
       // Local copies last: stored at once, they are recorded with the others right after; were they stored
@@ -373,6 +420,7 @@ function outcomeWrites(
   const timeline: TimelineRow[] = [];
   const events: Array<Omit<EventRow, 'id'>> = [];
   const suppressions: WriteSet['suppressions'] = [];
+  const blocks: NonNullable<WriteSet['blocks']> = [];
   const changed = new Set<string>();
   const set = (address: string, values: Partial<RecipientRow>) => {
     const row = final.get(address);
@@ -404,6 +452,7 @@ function outcomeWrites(
         timeline.push(timelineRow(email, at, 'bounced', { recipient: o.recipient, ...bounceData(o), ...routeData }));
         events.push(emailEventRow(email, at, 'email.bounced', { recipient: o.recipient, ...bounceData(o) }));
         // A simulated (test-mode) outcome never suppresses: the suppression list guards live sending.
+        if (o.category !== undefined && BLOCKING.has(o.category) && email.mode !== 'test' && route.kind !== 'local') blocks.push({ team_id: email.team_id, provider: providerOf(route.host, o.recipient) });
         if (o.category === 'invalid_mailbox' && email.mode !== 'test') {
           suppressions.push({ team_id: email.team_id, email: addressKey(o.recipient), reason: 'bounce', details: `${o.code} ${o.reply.message}`.slice(0, 500), email_id: email.public_id, created_at: now });
         }
@@ -455,6 +504,7 @@ function outcomeWrites(
       timeline,
       events,
       suppressions,
+      blocks,
       email: { id: email.id, status: derived, sent_at: anySent ? now : null, delivered_at: anyDelivered ? now : null, updated_at: now },
     },
   };

@@ -12,6 +12,7 @@ import { jsonObjectOf, queryJson } from '../../db/json-reads.js';
 import { write } from '../../db/script.js';
 import { AppError, conflict, notFound } from '../../core/errors.js';
 import { domainOf } from '../../core/address.js';
+import { alertInsert } from '../platform/index.js';
 import { EXTERNAL_CAPS, NEW_ACCOUNT_AGE_MS, OVERAGE_EUR_PER_1000, SEND_QUOTAS } from '../../limits/table.js';
 
 export const PAUSE_NEW_SENDERS = 'send_limit_exceeded';
@@ -103,6 +104,8 @@ interface TeamLedger {
   sent: number;
   counted: number;
   stateChanged: boolean;
+  /** The reason of a hold this transaction put on the team (an alert is written with it). */
+  newHold?: string;
 }
 
 /**
@@ -195,6 +198,7 @@ export class SendLedger {
         // The hold is written with this transaction's counts; the refused send itself is not written.
         team.state = { ...state, held_at: this.at.toISOString(), hold_reason: reason };
         team.stateChanged = true;
+        team.newHold = reason;
         throw new SendingHeldError(input.teamId, reason, true);
       };
       const breach = (cap: number, reason: string, resetAt: number): never => {
@@ -243,6 +247,24 @@ export class SendLedger {
       if (!t) continue;
       if (t.counted > 0) {
         writes.push(write(this.trx, 'INSERT INTO team_usage (team_id, month, sent) VALUES (?, ?, ?) ON CONFLICT(team_id, month) DO UPDATE SET sent = sent + excluded.sent', [teamId, month, t.counted]));
+      }
+      // Alerts (platform/alerts.ts; notifications fans them out): the month's count crossing 80 % and 100 %
+      // of the plan's allowance (once a month each, by the dedupe key), and a hold put on now.
+      const allowance = SEND_QUOTAS[t.plan].monthlyIncluded;
+      if (t.counted > 0 && Number.isFinite(allowance) && allowance > 0) {
+        const before = t.sent - t.counted;
+        for (const [share, kind] of [[0.8, 'quota_80'], [1, 'quota_100']] as const) {
+          const mark = Math.ceil(allowance * share);
+          if (before >= mark || t.sent < mark) continue;
+          const past = SEND_QUOTAS[t.plan].pastAllowance === 'refuse' ? 'further sends are refused until next month or an upgrade' : 'sends past it are billed as overage';
+          const message = kind === 'quota_80' ? `${fmt(t.sent)} of the ${fmt(allowance)} emails included this month (${month}) are used: 80 % of the ${t.plan} plan's allowance.` : `The ${fmt(allowance)} emails included this month (${month}) are used: ${past}.`;
+          const a = alertInsert(this.at, teamId, kind, message, { month, used: t.sent, allowance, plan: t.plan }, { dedupeKey: `${kind}:${month}` });
+          writes.push(write(this.trx, a.sql, a.bindings));
+        }
+      }
+      if (t.newHold !== undefined) {
+        const a = alertInsert(this.at, teamId, 'sending_on_hold', `Sending is on hold for safety review: ${t.newHold}. Contact the operator to lift it.`, { reason: t.newHold, heldAt: this.at.toISOString() });
+        writes.push(write(this.trx, a.sql, a.bindings));
       }
       if (t.stateChanged) {
         // An upsert: every column but the key takes the new value (knex's onConflict().merge()).

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { defineRoute } from '../../route.js';
 import { Success } from '../../schemas/common.js';
-import { ActivateDkimRotation, CreateDomain, DkimRotation, Domain, RotateDkim, UpdateDomain } from '../../schemas/platform/domains.js';
+import { ActivateDkimRotation, AssignIp, CreateDomain, DkimRotation, Domain, RotateDkim, UpdateDomain } from '../../schemas/platform/domains.js';
 import {
+  assignDedicatedIp, releaseDedicatedIp,
   abortDkimRotation, activateDkimRotation, createDomain, deleteDomain, getDomain, listDomains, rotateDkim, updateDomain, verifyDomain
 } from '../../../services/platform/index.js';
 
@@ -76,6 +77,30 @@ export const domainRoutes = [
     response: Domain,
     async handle({ app, principal, params }) {
       return verifyDomain(app, principal.teamId, params.id!);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/domains/{id}/ip',
+    summary:
+      "Give the domain one of the box's dedicated outbound addresses (MAIL_OUTBOUND_IPS): its mail leaves from it, greeting with its HELO name; its SPF record names it. Scale plan and above (403); 422 when the address is not one of the box's",
+    tag: 'Domains',
+    access: 'full_access',
+    body: AssignIp,
+    response: Domain,
+    async handle({ app, principal, params, body }) {
+      return assignDedicatedIp(app, principal.teamId, params.id!, body.ip);
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/domains/{id}/ip',
+    summary: "Return the domain to the box's shared outbound addresses",
+    tag: 'Domains',
+    access: 'full_access',
+    response: Domain,
+    async handle({ app, principal, params }) {
+      return releaseDedicatedIp(app, principal.teamId, params.id!);
     },
   }),
   defineRoute({

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DKIM_KEY_TYPES, INBOUND_MODES, REGIONS, RETIRE_AFTER_DAYS, TLS_MODES } from '../../../services/platform/index.js';
 import { boolean } from '../common.js';
@@ -121,12 +122,41 @@ export const Domain = z
     inbound_mode: z.enum(INBOUND_MODES),
     dkim_key_type: dkimKeyType,
     dkim_rotation: DkimRotationSummary.nullable(),
-    dns_records: z.array(DnsRecord),
+    dns_records: z.array(DnsRecord).describe('the records to publish for verification: TXT (SPF, DKIM, DMARC) and MX'),
+    mail_client_records: z.array(DnsRecord).describe('RFC 6186 SRV records for mail client autoconfiguration: informational, never part of verification'),
+    dns_health: z.enum(['ok', 'degraded']).describe('degraded while the periodic DNS check finds SPF, an active DKIM key or (inbound) MX gone or wrong; sending continues'),
+    dns_drift: z.array(
+      z.object({
+        record: z.enum(['SPF', 'DKIM', 'MX']),
+        name: z.string(),
+        expected: z.string(),
+        found: z.array(z.string()),
+        reason: z.string().nullable(),
+        since: z.iso.datetime(),
+      }),
+    ),
+    dedicated_ip: z
+      .object({
+        ip: z.string(),
+        helo: z.string(),
+        ptr: z.object({
+          status: z.enum(['matches', 'mismatch', 'missing', 'unchecked']),
+          found: z.array(z.string()),
+          warning: z.string().nullable(),
+          checked_at: z.iso.datetime().nullable(),
+        }),
+      })
+      .nullable()
+      .describe("the domain's dedicated outbound address and its HELO name, with the last verify's PTR check (a warning, never blocking); null: the shared addresses"),
     created_at: z.iso.datetime(),
     verified_at: z.iso.datetime().nullable(),
     last_checked_at: z.iso.datetime().nullable(),
   })
   .meta({ id: 'Domain' });
+
+export const AssignIp = z
+  .object({ ip: z.string({ error: 'must be an IP address' }).trim().refine((v) => isIP(v) !== 0, 'must be an IP address') })
+  .meta({ id: 'AssignDedicatedIp' });
 
 export const DkimRotation = z
   .object({
