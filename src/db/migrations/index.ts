@@ -16,6 +16,7 @@ import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
 import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
+import * as oauth from './020-oauth.js';
 
 export interface Migration {
   name: string;
@@ -40,6 +41,7 @@ export const migrations: Migration[] = [
   { name: '014-audience', ...audience },
   { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
+  { name: '020-oauth', ...oauth },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */
