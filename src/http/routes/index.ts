@@ -19,6 +19,7 @@ import { templateRoutes } from './templates/templates.js';
 import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
+import { oauthRoutes } from './platform/oauth.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -33,6 +34,8 @@ documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).
 documented.push(...emailValidationRoutes);
+// The OAuth 2.0 authorization server and its discovery documents (issue 33; 404 unless MAIL_OAUTH_ENABLED).
+documented.push(...oauthRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',
