@@ -7,7 +7,7 @@ import type { Access } from '../route.js';
 import { scopeList, type ScopeNeed } from '../scopes.js';
 
 /** The box's base URL as clients reach it: MAIL_PUBLIC_URL, else the request's own origin. No trailing slash. */
-export const baseUrlOf = (app: AppContext, ctx: Koa.Context): string => app.config.publicUrl ?? ctx.origin;
+export const baseUrlOf = (app: AppContext, ctx: Koa.Context): string => app.config.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
 
 /**
  * RFC 9728 5.1: with OAuth on, a 401 names the protected-resource metadata, so an MCP client can find the
