@@ -83,7 +83,11 @@ function clientCredentials(koa: Koa.Context, form: URLSearchParams): ClientCrede
   return { clientId: single(form, 'client_id'), secret: bodySecret };
 }
 
-function html(koa: Koa.Context, status: number, body: string): undefined {
+/**
+ * `redirectOrigin`: where the consent form's answer redirects to. Browsers hold a form's redirects to CSP
+ * form-action too, so the app's origin is allowed beside 'self' (and nothing else).
+ */
+function html(koa: Koa.Context, status: number, body: string, redirectOrigin?: string): undefined {
   koa.status = status;
   koa.type = 'text/html; charset=utf-8';
   noStore(koa);
@@ -91,7 +95,8 @@ function html(koa: Koa.Context, status: number, body: string): undefined {
   koa.set('X-Robots-Tag', 'noindex');
   koa.set('X-Frame-Options', 'DENY');
   // No framing (clickjacking of the approve button); the form may post only back here.
-  koa.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+  const formAction = redirectOrigin ? `'self' ${redirectOrigin}` : "'self'";
+  koa.set('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'`);
   koa.body = body;
   return undefined;
 }
@@ -207,7 +212,7 @@ export const oauthRoutes: Route[] = [
       try {
         const request = await authorizationRequest(app, koa, get);
         if (!request) return undefined;
-        return html(koa, 200, consentPage(request, hiddenOf(get), null, ''));
+        return html(koa, 200, consentPage(request, hiddenOf(get), null, ''), new URL(request.redirectUri).origin);
       } catch (err) {
         if (err instanceof OAuthError) return html(koa, 400, errorPage(err.description));
         throw err;
@@ -235,7 +240,7 @@ export const oauthRoutes: Route[] = [
         if (decision !== 'approve') return html(koa, 400, errorPage('The form was not sent by its Approve or Deny button.'));
         const email = get('email') ?? '';
         const user = await checkLogin(app, email, get('password') ?? '');
-        if (!user) return html(koa, 401, consentPage(request, hiddenOf(get), 'Wrong login or password.', email));
+        if (!user) return html(koa, 401, consentPage(request, hiddenOf(get), 'Wrong login or password.', email), new URL(request.redirectUri).origin);
         const code = await approveAuthorization(app, request, user);
         return redirectBack(app, koa, request.redirectUri, { code, state: request.state });
       } catch (err) {
