@@ -8,6 +8,7 @@ import { pkce, REDIRECT, startOAuthEnv } from './oauth-support.js';
 import { registerClient } from '../../src/services/platform/index.js';
 import { hashSecret } from '../../src/core/secrets.js';
 import { MINUTE } from '../../src/core/clock.js';
+import { loadConfig } from '../../src/config.js';
 
 const OAUTH_PATHS: Array<[string, string]> = [
   ['GET', '/.well-known/oauth-authorization-server'],
@@ -19,6 +20,14 @@ const OAUTH_PATHS: Array<[string, string]> = [
   ['POST', '/oauth/revoke'],
   ['POST', '/oauth/register'],
 ];
+
+t.test('MAIL_OAUTH_ENABLED: off by default; true/false (on/off) read from the environment', async (t) => {
+  t.equal(loadConfig({}).oauthEnabled, false);
+  t.equal(loadConfig({ MAIL_OAUTH_ENABLED: 'true' }).oauthEnabled, true);
+  t.equal(loadConfig({ MAIL_OAUTH_ENABLED: 'on' }).oauthEnabled, true);
+  t.equal(loadConfig({ MAIL_OAUTH_ENABLED: 'false' }).oauthEnabled, false);
+  t.throws(() => loadConfig({ MAIL_OAUTH_ENABLED: 'maybe' }), /MAIL_OAUTH_ENABLED must be true or false/);
+});
 
 t.test('switched off (the default): every OAuth path is 404 and a pat_ token an unknown credential', async (t) => {
   const env = await startOAuthEnv(t);
