@@ -9,6 +9,8 @@ import { registerClient } from '../../src/services/platform/index.js';
 import { hashSecret } from '../../src/core/secrets.js';
 import { MINUTE } from '../../src/core/clock.js';
 import { loadConfig } from '../../src/config.js';
+import { startDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 
 const OAUTH_PATHS: Array<[string, string]> = [
   ['GET', '/.well-known/oauth-authorization-server'],
@@ -380,4 +382,19 @@ t.test('rate limits count per grant, as per key; a refresh does not open a fresh
   const other = await env.grant({ scope: 'domains:manage' });
   t.equal(await remaining(other.access), r1, 'another grant has its own window');
   t.equal(await remaining(env.app.apiKey), r1, 'and the team’s API key its own');
+});
+
+t.test('a token with email:send sends through the one send path; the email records no API key', async (t) => {
+  const dns = await startDns();
+  t.teardown(() => dns.stop());
+  const env = await startOAuthEnv(t, { dnsServers: [dns.server] });
+  await addVerifiedDomain(env.app, dns, 'send.example');
+  const g = await env.grant({ scope: 'email:send email:read' });
+  const sent = await env.app.request('POST', '/emails', { key: g.access, body: { from: 'app@send.example', to: 'ann@dest.example', subject: 'Hi', text: 'Hello' } });
+  t.equal(sent.status, 202, JSON.stringify(sent.body));
+  const row = await env.app.appliance.ctx.db('emails').where({ id: sent.body.id }).first();
+  t.equal(row.api_key_id, null, 'no API key recorded (the token is not one)');
+  const read = await env.app.request('GET', `/emails/${sent.body.id as string}`, { key: g.access });
+  t.equal(read.status, 200, 'read back with email:read');
+  t.equal(read.body.subject, 'Hi');
 });
