@@ -392,7 +392,7 @@ t.test('a token with email:send sends through the one send path; the email recor
   const g = await env.grant({ scope: 'email:send email:read' });
   const sent = await env.app.request('POST', '/emails', { key: g.access, body: { from: 'app@send.example', to: 'ann@dest.example', subject: 'Hi', text: 'Hello' } });
   t.equal(sent.status, 202, JSON.stringify(sent.body));
-  const row = await env.app.appliance.ctx.db('emails').where({ id: sent.body.id }).first();
+  const row = await env.app.appliance.ctx.db('emails').where({ public_id: sent.body.id }).first();
   t.equal(row.api_key_id, null, 'no API key recorded (the token is not one)');
   const read = await env.app.request('GET', `/emails/${sent.body.id as string}`, { key: g.access });
   t.equal(read.status, 200, 'read back with email:read');
