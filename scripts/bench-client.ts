@@ -44,6 +44,15 @@ export class LeanHttpClient {
     const request =
       `POST ${path} HTTP/1.1\r\nHost: ${this.host}:${this.port}\r\n${this.headers.map((h) => `${h}\r\n`).join('')}` +
       `Content-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    return this.request(request);
+  }
+
+  /** A GET with `extra` header lines besides the client's own (e.g. `User-Agent: …`). */
+  get(path: string, extra: string[] = []): Promise<LeanResponse> {
+    return this.request(`GET ${path} HTTP/1.1\r\nHost: ${this.host}:${this.port}\r\n${[...this.headers, ...extra].map((h) => `${h}\r\n`).join('')}\r\n`);
+  }
+
+  private request(request: string): Promise<LeanResponse> {
     return new Promise<LeanResponse>((resolve, reject) => {
       if (this.closed) return reject(new Error('client closed'));
       const pending: Pending = { request, resolve, reject };

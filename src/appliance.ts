@@ -16,6 +16,7 @@ import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/notifications/index.js';
 import { DKIM_RETIRE_JOB, retireDkimKeys } from './services/platform/index.js';
+import { registerCampaignJobs } from './services/campaigns/index.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver, createLocalDelivery, checkMessage, InboundAuthPool, createMailboxDelivery } from './services/inbound/index.js';
 import { cachedLookups } from './dns/cached-lookups.js';
@@ -95,6 +96,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     closeWebhooks = () => webhookSender.close();
     ctx.jobs.register(RETENTION_JOB, () => runRetention(ctx));
     ctx.jobs.register(DKIM_RETIRE_JOB, (job) => retireDkimKeys(ctx, job));
+    registerCampaignJobs(ctx);
     await scheduleRetention(ctx);
     await ctx.jobs.start();
     waker.start(5000);

@@ -52,6 +52,10 @@ export interface Config {
   connectionsPerHost: number;
   /** Worker threads that compose and DKIM-sign outgoing messages; 0 renders on the main thread. */
   renderThreads: number;
+  /** A broadcast's fan-out: recipients handed to the send path per job (one write transaction). */
+  broadcastPageSize: number;
+  /** A broadcast's emails accepted but not yet taken by delivery, at most: the fan-out waits past it (transactional mail is not queued behind a campaign). */
+  broadcastMaxInFlight: number;
   /**
    * The render threads' scheduling priority (Linux nice, 0..19): they are background work beside the main
    * thread, whose API and SMTP answers should not wait for a CPU behind message building. 0 leaves it as is.
@@ -229,6 +233,8 @@ const FIELDS = [
   field('routes', 'MAIL_ROUTES', routes),
   field('deliveryConcurrency', 'MAIL_DELIVERY_CONCURRENCY', decimal('must be 1..1000').pipe(z.number().min(1, 'must be 1..1000').max(1000, 'must be 1..1000'))),
   field('connectionsPerHost', 'MAIL_CONNECTIONS_PER_HOST', decimal('must be 1..100').pipe(z.number().min(1, 'must be 1..100').max(100, 'must be 1..100'))),
+  field('broadcastPageSize', 'MAIL_BROADCAST_PAGE_SIZE', decimal('must be 1..5000').pipe(z.number().min(1, 'must be 1..5000').max(5000, 'must be 1..5000'))),
+  field('broadcastMaxInFlight', 'MAIL_BROADCAST_MAX_IN_FLIGHT', decimal('must be 1..1000000').pipe(z.number().min(1, 'must be 1..1000000').max(1000000, 'must be 1..1000000'))),
   field('renderThreads', 'MAIL_RENDER_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),
   field('renderThreadNice', 'MAIL_RENDER_THREAD_NICE', decimal('must be 0..19').pipe(z.number().min(0, 'must be 0..19').max(19, 'must be 0..19'))),
   field('inboundAuthThreads', 'MAIL_INBOUND_AUTH_THREADS', decimal('must be 0..16').pipe(z.number().min(0, 'must be 0..16').max(16, 'must be 0..16'))),

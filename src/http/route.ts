@@ -45,6 +45,8 @@ export interface RouteDef<B extends z.ZodType | undefined, Q extends z.ZodType |
   status?: number;
   /** Documented response body. */
   response?: z.ZodType;
+  /** The `WWW-Authenticate` challenge of this route's 401 (default `Bearer realm="api"`); /mcp names its resource metadata. */
+  challenge?: (app: AppContext) => string;
   /** Returns the JSON body, or undefined when the handler wrote `koa.body` itself. */
   handle(req: Request<B, Q, A>): Promise<unknown>;
 }
@@ -63,6 +65,7 @@ export interface Route {
   arrayBody?: string;
   status?: number;
   response?: z.ZodType;
+  challenge?: (app: AppContext) => string;
   handle(req: ErasedRequest): Promise<unknown>;
 }
 

@@ -18,6 +18,8 @@ export const EXTENSIONS = [
   'CONDSTORE', // RFC 7162
   'QUOTA', // RFC 9208
   'QUOTA=RES-STORAGE',
+  'LIST-STATUS', // RFC 5819
+  'STATUS=SIZE', // RFC 8438
 ];
 
 export function capabilities(session: Session): string[] {

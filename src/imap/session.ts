@@ -62,6 +62,16 @@ export class SelectedMailbox {
   private n: number;
   /** Expunged in the store, not yet announced with EXPUNGE. */
   readonly pendingExpunge = new Set<number>();
+  /**
+   * The messages that are \Recent in this session (RFC 3501 §2.3.2): those it claimed from the folder (a read-write
+   * session; `Session.claimRecent`), or, read-only (EXAMINE), those no session has claimed, as of its SELECT.
+   */
+  readonly recent = new Set<number>();
+  /**
+   * The folder's first unclaimed UID as this session last knew it (at SELECT, then past each claim); read-only,
+   * the messages from there on count as recent here.
+   */
+  recentFrom = 0;
   /** Keywords announced in FLAGS (RFC 3501 §7.2.6: a new one is announced again with FLAGS). */
   readonly keywords = new Set<string>();
   /** Mailbox-wide MODSEQ up to which changes are reflected here. */
@@ -166,7 +176,15 @@ export class SelectedMailbox {
       this.n--;
     }
     this.pendingExpunge.delete(uid);
+    this.recent.delete(uid);
     return seq;
+  }
+
+  /** A message's flags as FETCH shows them: the stored ones, and `\Recent` when it is recent in this session. */
+  flagsText(meta: { uid: number; flags: readonly string[] }): string {
+    const stored = meta.flags.join(' ');
+    if (!this.recent.has(meta.uid)) return stored;
+    return stored ? `${stored} \\Recent` : '\\Recent';
   }
 }
 
@@ -313,6 +331,7 @@ export class Session {
             view.append(m.uid, m.modseq);
           }
         }
+        if (view.lastUid > lastUid) await this.claimRecent(view, lastUid);
       }
       view.cursor = Math.max(view.cursor, cursor);
       for (const flags of seenFlags) await this.announceKeywords(flags);
@@ -322,8 +341,29 @@ export class Session {
       for (const uid of [...view.pendingExpunge].sort((a, b) => a - b)) await this.announceExpunge(uid);
     }
     if (view.count !== this.announced) {
+      const grew = view.count > this.announced;
       this.announced = view.count;
       await this.untagged(`${view.count} EXISTS`);
+      if (grew) await this.untagged(`${view.recent.size} RECENT`);
+    }
+  }
+
+  /**
+   * The messages of the view after `afterUid` that are recent for this session: claimed from the folder by a
+   * read-write session (so no other session sees them as recent), those from the SELECT's mark on when read-only.
+   */
+  async claimRecent(view: SelectedMailbox, afterUid: number): Promise<void> {
+    let from = view.recentFrom;
+    if (!view.readOnly) {
+      // The folder's mark only grows: past the view's last UID already, there is nothing to claim (no write).
+      if (from > view.lastUid) return;
+      from = await this.store.claimRecent(view.folderId, view.lastUid);
+      view.recentFrom = view.lastUid + 1;
+    }
+    for (let i = view.count - 1; i >= 0; i--) {
+      const uid = view.uid(i);
+      if (uid <= afterUid || uid < from) break;
+      view.recent.add(uid);
     }
   }
 
@@ -361,7 +401,7 @@ export class Session {
 
   /** `N FETCH (FLAGS (...) UID n [MODSEQ (m)])` for a flag change. */
   flagsLine(view: SelectedMailbox, m: MessageMeta, withUid: boolean): string {
-    const parts = [`FLAGS (${m.flags.join(' ')})`];
+    const parts = [`FLAGS (${view.flagsText(m)})`];
     if (withUid) parts.push(`UID ${m.uid}`);
     if (this.condstore) parts.push(`MODSEQ (${m.modseq})`);
     return `${view.seqOf(m.uid)} FETCH (${parts.join(' ')})`;

@@ -91,7 +91,7 @@ export function rateLimitOf(rule: RateRule, plan: Plan | null | undefined): numb
 // ---- 2. Edge limits (per client IP, any credential): token buckets ----
 
 export interface EdgeBucket {
-  name: 'send' | 'other';
+  name: 'send' | 'tracking' | 'other';
   /** Tokens added per second. */
   perSecond: number;
   burst: number;
@@ -99,12 +99,19 @@ export interface EdgeBucket {
 
 export const EDGE_SEND: EdgeBucket = { name: 'send', perSecond: 10, burst: 20 };
 export const EDGE_OTHER: EdgeBucket = { name: 'other', perSecond: 30, burst: 50 };
+/**
+ * The tracking pixel and links (GET /track/…): a mail provider's image proxy (Gmail's, Yahoo's, Apple's)
+ * fetches for many readers from a few addresses, and a campaign's opens arrive in bursts. A hit costs an HMAC
+ * and, for a good token, a share of a batched write (services/sending/tracking.ts).
+ */
+export const EDGE_TRACKING: EdgeBucket = { name: 'tracking', perSecond: 2000, burst: 5000 };
 /** Spec: POST /emails/send and POST /emails/batch share the send bucket; every other request the other. */
 export const EDGE_SEND_PATHS: readonly string[] = ['/emails/send', '/emails/batch'];
 export const EDGE_REFILL_UNIT_MS = SECOND;
 
 export function edgeBucketFor(method: string, path: string): EdgeBucket {
   // As the router matches them: any case, with or without a trailing slash (`POST /Emails/Send/` sends too).
+  if ((method === 'GET' || method === 'HEAD') && /^\/track\/(open|click)\//i.test(path)) return EDGE_TRACKING;
   return method === 'POST' && EDGE_SEND_PATHS.includes(path.replace(/\/+$/, '').toLowerCase()) ? EDGE_SEND : EDGE_OTHER;
 }
 

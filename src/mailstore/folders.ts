@@ -22,11 +22,14 @@ interface Counts {
   folder_id: number;
   messages: number;
   unseen: number;
+  recent: number;
+  size: number;
 }
 
-const COUNTS_SQL = `SELECT folder_id, COUNT(*) AS messages,
-  SUM(CASE WHEN (' ' || flags || ' ') LIKE '% \\Seen %' THEN 0 ELSE 1 END) AS unseen
-  FROM mail_messages WHERE folder_id IN (%IDS%) GROUP BY folder_id`;
+const COUNTS_SQL = `SELECT m.folder_id, COUNT(*) AS messages, SUM(m.size) AS size,
+  SUM(CASE WHEN (' ' || m.flags || ' ') LIKE '% \\Seen %' THEN 0 ELSE 1 END) AS unseen,
+  SUM(CASE WHEN m.uid >= f.recent_uid THEN 1 ELSE 0 END) AS recent
+  FROM mail_messages m JOIN mail_folders f ON f.id = m.folder_id WHERE m.folder_id IN (%IDS%) GROUP BY m.folder_id`;
 
 async function withCounts(core: Core, rows: FolderRow[]): Promise<Folder[]> {
   if (rows.length === 0) return [];
@@ -149,6 +152,15 @@ export function createFolderOps(core: Core) {
           pending.push({ mailboxId, change });
         }
         await saveMailboxes(core, trx, [m]);
+      });
+    },
+
+    async claimRecent(folderId: number, lastUid: number): Promise<number> {
+      return core.db.transaction(async (trx) => {
+        const row = (await trx('mail_folders').where({ id: folderId }).first('recent_uid')) as { recent_uid: number } | undefined;
+        const from = row?.recent_uid ?? 0;
+        if (row && lastUid >= from) await trx('mail_folders').where({ id: folderId }).update({ recent_uid: lastUid + 1 });
+        return from;
       });
     },
 

@@ -43,6 +43,8 @@ export interface FolderRow {
   uid_validity: number;
   uid_next: number;
   highest_modseq: number;
+  /** The first UID no IMAP session has seen yet (\Recent, migration 026). */
+  recent_uid: number;
   created_at: string;
 }
 
@@ -111,7 +113,7 @@ export function toAccount(row: MailboxRow): MailboxAccount {
   };
 }
 
-export function toFolder(row: FolderRow, counts?: { messages: number; unseen: number }): Folder {
+export function toFolder(row: FolderRow, counts?: { messages: number; unseen: number; recent: number; size: number }): Folder {
   return {
     id: row.id,
     mailboxId: row.mailbox_id,
@@ -123,8 +125,9 @@ export function toFolder(row: FolderRow, counts?: { messages: number; unseen: nu
     highestModseq: row.highest_modseq,
     messages: counts?.messages ?? 0,
     unseen: counts?.unseen ?? 0,
-    // \Recent is not kept (IMAP4rev2 dropped it); sessions may track it themselves.
-    recent: 0,
+    recent: counts?.recent ?? 0,
+    recentUid: row.recent_uid ?? 0,
+    size: counts?.size ?? 0,
   };
 }
 
@@ -338,6 +341,7 @@ export async function insertFolder(
       uid_validity: nextUidValidity(core, m),
       uid_next: 1,
       highest_modseq: 1,
+      recent_uid: 0,
       created_at: now,
     };
     const [id] = (await trx('mail_folders').insert(row)) as number[];

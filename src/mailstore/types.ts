@@ -69,7 +69,11 @@ export interface Folder {
   /** Counts at the time of reading. */
   messages: number;
   unseen: number;
+  /** Messages no IMAP session has seen yet (\Recent, RFC 3501 §2.3.2): UIDs from `recentUid` on. */
   recent: number;
+  recentUid: number;
+  /** Octets of all its messages (IMAP STATUS SIZE, RFC 8438). */
+  size: number;
 }
 
 export interface MessageMeta {
@@ -313,6 +317,12 @@ export interface MailStore {
   /** Renames a folder and its children; renaming INBOX moves its messages to the new folder and leaves INBOX empty (RFC 3501). */
   renameFolder(mailboxId: number, from: string, to: string): Promise<void>;
   setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void>;
+  /**
+   * Claims \Recent up to `lastUid` for a session (RFC 3501 §2.3.2): moves the folder's first unseen UID past
+   * `lastUid` and returns where it was, in one transaction, so the messages from there to `lastUid` are recent
+   * for this session and for no other.
+   */
+  claimRecent(folderId: number, lastUid: number): Promise<number>;
 
   // Messages
   /** Metadata in UID order; `changedSince` keeps only messages with a greater MODSEQ. */

@@ -9,7 +9,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const src = path.join(root, 'src');
 
 /** The service areas, lowest first: an area imports only areas before it. */
-const AREAS = ['platform', 'audience', 'templates', 'sending', 'inbound', 'mailboxes', 'notifications', 'automation', 'housekeeping'];
+const AREAS = ['platform', 'audience', 'templates', 'sending', 'inbound', 'mailboxes', 'notifications', 'campaigns', 'automation', 'housekeeping'];
 /** Machinery and ground: they never import a service or an adapter. */
 const BELOW_SERVICES = ['core', 'db', 'dns', 'jobs', 'mta', 'mailstore', 'events', 'limits', 'webhooks', 'config.ts', 'context.ts'];
 

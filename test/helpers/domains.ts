@@ -6,7 +6,7 @@ import type { TestDns } from './dns-server.js';
 
 interface DnsRecordView {
   record: string;
-  type: 'TXT' | 'MX' | 'SRV';
+  type: 'TXT' | 'MX' | 'SRV' | 'CNAME';
   name: string;
   value: string;
   priority?: number;
@@ -31,6 +31,7 @@ export function publishRecords(dns: TestDns, domain: DomainView): void {
   for (const r of domain.dns_records) {
     if (r.type === 'MX') dns.set('MX', r.name, [{ exchange: r.value, priority: r.priority ?? 10 }]);
     else if (r.type === 'SRV') dns.set('SRV', r.name, [srvValue(r)]);
+    else if (r.type === 'CNAME') dns.set('CNAME', r.name, [r.value]);
     else dns.set('TXT', r.name, [r.value]);
   }
 }

@@ -23,11 +23,11 @@ t.test('imaplib', async (t) => {
   t.match(r.select, ['OK', ['2']]);
   t.same(r.search_all, ['1 2']);
   t.same(r.search_subject, ['2']);
-  t.match((r.fetch_meta as string[])[0], /^1 \(FLAGS \(\) RFC822.SIZE \d+ ENVELOPE \(.*"first".*\) BODYSTRUCTURE \("TEXT" "PLAIN"/);
+  t.match((r.fetch_meta as string[])[0], /^1 \(FLAGS \(\\Recent\) RFC822.SIZE \d+ ENVELOPE \(.*"first".*\) BODYSTRUCTURE \("TEXT" "PLAIN"/);
   t.match(r.fetch_rfc822, /Subject: first\r\n[^]*\r\n\r\none\r\n$/);
   t.equal(r.fetch_header, 'Subject: second\r\n\r\n');
-  t.match(r.store, ['2 (FLAGS (\\Flagged))']);
-  t.match(r.uid_fetch, ['1 (UID 1 FLAGS (\\Seen))', '2 (UID 2 FLAGS (\\Flagged))']);
+  t.match(r.store, ['2 (FLAGS (\\Flagged \\Recent))']);
+  t.match(r.uid_fetch, ['1 (UID 1 FLAGS (\\Seen \\Recent))', '2 (UID 2 FLAGS (\\Flagged \\Recent))']);
   t.equal(r.create, 'OK');
   t.match(r.copy, ['OK', [/\[COPYUID \d+ 1 1\]/]]);
   t.equal((r.uid_move as string[])[0], 'OK');

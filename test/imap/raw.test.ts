@@ -107,22 +107,22 @@ t.test('raw protocol', async (t) => {
     t.match(await c.command('f7', 'UID FETCH 50 UID'), /^f7 OK/m, 'absent UIDs are no error');
 
     const one = await c.command('f8', 'FETCH 1 (FLAGS INTERNALDATE RFC822.SIZE ENVELOPE BODY BODYSTRUCTURE UID MODSEQ)');
-    t.match(one, /FLAGS \(\) INTERNALDATE "01-Mar-2026 10:00:00 \+0000" RFC822.SIZE \d+ ENVELOPE \("Fri, 01 May 2026 10:00:00 \+0000" "Raw 1" \(\("Alice Example" NIL "alice" "remote.test"\)\)/);
+    t.match(one, /FLAGS \(\\Recent\) INTERNALDATE "01-Mar-2026 10:00:00 \+0000" RFC822.SIZE \d+ ENVELOPE \("Fri, 01 May 2026 10:00:00 \+0000" "Raw 1" \(\("Alice Example" NIL "alice" "remote.test"\)\)/);
     t.match(one, /BODY \("TEXT" "PLAIN" \("CHARSET" "utf-8"\) NIL NIL "7BIT" 32 3\) BODYSTRUCTURE \("TEXT" "PLAIN" \("CHARSET" "utf-8"\) NIL NIL "7BIT" 32 3 NIL NIL NIL NIL\) UID 1 MODSEQ \(\d+\)\)/);
 
     const partial = await c.command('f9', 'FETCH 1 (BODY.PEEK[TEXT]<6.3> BODY.PEEK[]<0.5> BODY.PEEK[TEXT]<900.5>)');
     t.match(partial, /BODY\[TEXT\]<6> \{3\}\r\nraw BODY\[\]<0> \{5\}\r\nFrom: BODY\[TEXT\]<900> \{0\}\r\n\)/);
     t.match(await c.command('f10', 'FETCH 1 (BODY.PEEK[HEADER.FIELDS (Subject X-None)])'), /BODY\[HEADER.FIELDS \(SUBJECT X-NONE\)\] \{18\}\r\nSubject: Raw 1\r\n\r\n\)/);
-    t.match(await c.command('f11', 'FETCH 1 FLAGS'), /\* 1 FETCH \(FLAGS \(\)\)/, 'PEEK left \\Seen alone');
+    t.match(await c.command('f11', 'FETCH 1 FLAGS'), /\* 1 FETCH \(FLAGS \(\\Recent\)\)/, 'PEEK left \\Seen alone');
 
     const text = await c.command('f12', 'FETCH 1 BODY[TEXT]');
-    t.match(text, /\* 1 FETCH \(BODY\[TEXT\] \{32\}\r\nHello raw world\r\nsecond line\r\n\r\n FLAGS \(\\Seen\)\)/, 'BODY[] sets \\Seen and reports it');
+    t.match(text, /\* 1 FETCH \(BODY\[TEXT\] \{32\}\r\nHello raw world\r\nsecond line\r\n\r\n FLAGS \(\\Seen \\Recent\)\)/, 'BODY[] sets \\Seen and reports it');
     const rfc = await c.command('f13', 'FETCH 2 (RFC822.HEADER RFC822.SIZE)');
     t.match(rfc, /RFC822.HEADER \{\d+\}\r\nFrom: [^]*\r\n\r\n RFC822.SIZE/);
-    t.match(await c.command('f14', 'FETCH 2 FLAGS'), /FLAGS \(\)/, 'RFC822.HEADER does not set \\Seen');
-    t.match(await c.command('f15', 'FETCH 2 RFC822'), /RFC822 \{\d+\}\r\nFrom: [^]*FLAGS \(\\Seen\)\)/);
+    t.match(await c.command('f14', 'FETCH 2 FLAGS'), /FLAGS \(\\Recent\)/, 'RFC822.HEADER does not set \\Seen');
+    t.match(await c.command('f15', 'FETCH 2 RFC822'), /RFC822 \{\d+\}\r\nFrom: [^]*FLAGS \(\\Seen \\Recent\)\)/);
     t.match(await c.command('f16', 'FETCH 3 RFC822.TEXT'), /RFC822.TEXT \{32\}\r\nHello raw world/);
-    t.match(await c.command('f17', 'FETCH 1:2 FAST'), /\* 1 FETCH \(FLAGS \(\\Seen\) INTERNALDATE "[^"]+" RFC822.SIZE \d+\)/);
+    t.match(await c.command('f17', 'FETCH 1:2 FAST'), /\* 1 FETCH \(FLAGS \(\\Seen \\Recent\) INTERNALDATE "[^"]+" RFC822.SIZE \d+\)/);
     t.match(await c.command('f18', 'FETCH 1 FULL'), /ENVELOPE \(.*BODY \("TEXT"/);
     t.match(await c.command('f19', 'FETCH 1 BODY[5]'), /BODY\[5\] \{0\}\r\n/, 'a missing part is empty');
     t.match(await c.command('f20', 'FETCH 1 BINARY[1]'), /^f20 BAD/m);
@@ -171,11 +171,11 @@ t.test('raw protocol', async (t) => {
     const sel = await c.command('c1', 'SELECT INBOX (CONDSTORE)');
     const highest = Number(/HIGHESTMODSEQ (\d+)/.exec(sel)![1]);
     const st = await c.command('c2', `STORE 1:2 (UNCHANGEDSINCE ${highest}) +FLAGS (\\Seen)`);
-    t.match(st, /\* 1 FETCH \(FLAGS \(\\Seen\) MODSEQ \(\d+\)\)/);
-    const after = Number(/\* 2 FETCH \(FLAGS \(\\Seen\) MODSEQ \((\d+)\)\)/.exec(st)![1]);
+    t.match(st, /\* 1 FETCH \(FLAGS \(\\Seen \\Recent\) MODSEQ \(\d+\)\)/);
+    const after = Number(/\* 2 FETCH \(FLAGS \(\\Seen \\Recent\) MODSEQ \((\d+)\)\)/.exec(st)![1]);
     t.ok(after > highest);
     t.match(await c.command('c3', `STORE 1:3 (UNCHANGEDSINCE ${highest}) +FLAGS (\\Flagged)`), /^c3 OK \[MODIFIED 1:2\]/m, 'changed since: refused');
-    t.match(await c.command('c4', `FETCH 1:* (FLAGS) (CHANGEDSINCE ${highest})`), /\* 1 FETCH \(FLAGS \(\\Seen\) MODSEQ \(\d+\)\)\r\n\* 2 FETCH [^\n]*\n\* 3 FETCH \(FLAGS \(\\Flagged\) MODSEQ/);
+    t.match(await c.command('c4', `FETCH 1:* (FLAGS) (CHANGEDSINCE ${highest})`), /\* 1 FETCH \(FLAGS \(\\Seen \\Recent\) MODSEQ \(\d+\)\)\r\n\* 2 FETCH [^\n]*\n\* 3 FETCH \(FLAGS \(\\Flagged \\Recent\) MODSEQ/);
     t.match(await c.command('c5', `UID SEARCH MODSEQ ${after}`), /\* SEARCH 1 2 3 \(MODSEQ \d+\)/);
     t.match(await c.command('c6', 'STATUS INBOX (HIGHESTMODSEQ)'), /HIGHESTMODSEQ \d+/);
   });
@@ -232,7 +232,7 @@ t.test('raw protocol', async (t) => {
     t.match(await c.command('h8', 'SELECT "Shared/nobody@example.com/INBOX"'), /^h8 NO/m);
     await f.store.setShare(carol.id, dave.id, 'read-write');
     t.match(await c.command('h9', 'SELECT "Shared/carol@example.com/INBOX"'), /h9 OK \[READ-WRITE\]/);
-    t.match(await c.command('h10', 'STORE 1 +FLAGS (\\Flagged)'), /FLAGS \(\\Flagged\)/);
+    t.match(await c.command('h10', 'STORE 1 +FLAGS (\\Flagged)'), /FLAGS \(\\Flagged \\Recent\)/);
   });
 
   await t.test('APPEND: flags, date, quota', async (t) => {
@@ -241,7 +241,7 @@ t.test('raw protocol', async (t) => {
     const small = message({ subject: 'small' });
     t.match(await c.command('q1', `APPEND INBOX (\\Flagged) "05-Jan-2026 08:00:00 +0100" {${small.length}+}\r\n${small}`), /^q1 OK \[APPENDUID \d+ 1\]/m);
     await c.command('q2', 'SELECT INBOX');
-    t.match(await c.command('q3', 'FETCH 1 (FLAGS INTERNALDATE)'), /FLAGS \(\\Flagged\) INTERNALDATE "05-Jan-2026 08:00:00 \+0100"/, 'the date-time as given, zone kept');
+    t.match(await c.command('q3', 'FETCH 1 (FLAGS INTERNALDATE)'), /FLAGS \(\\Flagged \\Recent\) INTERNALDATE "05-Jan-2026 08:00:00 \+0100"/, 'the date-time as given, zone kept');
     const big = message({ body: 'x'.repeat(3000) });
     t.match(await c.command('q4', `APPEND INBOX {${big.length}+}\r\n${big}`), /^q4 NO \[OVERQUOTA\]/m);
     t.match(await c.command('q5', 'GETQUOTAROOT INBOX'), /\* QUOTAROOT "INBOX" ""\r\n\* QUOTA "" \(STORAGE 1 1\)/);

@@ -65,4 +65,34 @@ t.test('RFC 3501 corners', async (t) => {
     t.match(await c.command('d4', 'LSUB "" "%"'), /^\* LSUB \(\\Noselect\) "\/" "Projects"\r$/m, 'the unsubscribed parent of a subscribed child: \\Noselect');
   });
   c.destroy();
+
+  await t.test('\\Recent (§2.3.2): the first session to see a message gets it, EXAMINE does not clear it', async (t) => {
+    const owner = await f.account('recent');
+    for (const subject of ['one', 'two']) await f.store.deliver(message({ subject }), [{ mailboxId: owner.id }]);
+    const [a, b, x] = [await session(f, owner.address), await session(f, owner.address), await session(f, owner.address)];
+    t.match(await x.command('r1', 'STATUS INBOX (MESSAGES RECENT)'), /\* STATUS "INBOX" \(MESSAGES 2 RECENT 2\)/, 'STATUS counts them');
+    t.match(await x.command('r2', 'EXAMINE INBOX'), /\* 2 RECENT\r\n/, 'EXAMINE sees them');
+    t.match(await x.command('r3', 'FETCH 1 FLAGS'), /\* 1 FETCH \(FLAGS \(\\Recent\)\)/);
+    await x.command('r4', 'UNSELECT');
+    t.match(await a.command('r5', 'SELECT INBOX'), /\* 2 RECENT\r\n/, 'EXAMINE left them recent: the first SELECT gets them');
+    t.match(await a.command('r6', 'SEARCH RECENT'), /^\* SEARCH 1 2\r$/m);
+    t.match(await a.command('r7', 'STORE 1 +FLAGS (\\Seen)'), /FLAGS \(\\Seen \\Recent\)/, '\\Recent stays through a flag change');
+    t.match(await a.command('r8', 'SEARCH NEW'), /^\* SEARCH 2\r$/m, 'NEW: recent and unseen');
+    t.match(await a.command('r9', 'SEARCH OLD'), /^\* SEARCH\r$/m);
+    t.match(await b.command('r10', 'SELECT INBOX'), /\* 0 RECENT\r\n/, 'a second session does not see them as recent');
+    t.match(await b.command('r11', 'SEARCH OLD'), /^\* SEARCH 1 2\r$/m);
+    t.match(await b.command('r12', 'FETCH 2 FLAGS'), /\* 2 FETCH \(FLAGS \(\)\)/);
+    t.match(await x.command('r13', 'STATUS INBOX (RECENT)'), /RECENT 0\)/, 'claimed: STATUS says 0');
+
+    // A new message while both have the folder selected: exactly one of them gets it.
+    await f.store.deliver(message({ subject: 'three' }), [{ mailboxId: owner.id }]);
+    t.match(await x.command('r14', 'STATUS INBOX (RECENT)'), /RECENT 1\)/, 'unseen by any session yet');
+    const [na, nb] = await Promise.all([a.command('r15', 'NOOP'), b.command('r16', 'NOOP')]);
+    const counts = [na, nb].map((r) => Number(/\* (\d+) RECENT/.exec(r)?.[1] ?? -1));
+    t.match(na + nb, /\* 3 EXISTS[\s\S]*\* 3 EXISTS/, 'both hear of it');
+    t.ok((counts[0] === 3 && counts[1] === 0) || (counts[0] === 2 && counts[1] === 1), `RECENT ${counts.join(' / ')}: one session took it`);
+    const recentIn = [await a.command('r17', 'SEARCH RECENT'), await b.command('r18', 'SEARCH RECENT')].map((r) => / 3\b/.test(r.split('\r\n')[0]!));
+    t.same(recentIn.filter(Boolean).length, 1, 'message 3 is recent in exactly one session');
+    for (const c of [a, b, x]) c.destroy();
+  });
 });

@@ -69,3 +69,19 @@ t.test('what it cannot read fails the request, and the client goes on', async (t
   client.close();
   await t.rejects(client.post('/late', '{}'), /client closed/);
 });
+
+t.test('a GET carries the extra header lines and no body (bench:tracking)', async (t) => {
+  const s = await server(t, (req, res) => {
+    const body = JSON.stringify({ method: req.method, url: req.url, ua: req.headers['user-agent'], auth: req.headers.authorization, length: req.headers['content-length'] ?? null });
+    res.writeHead(302, { location: 'https://elsewhere.example/', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+  const client = new LeanHttpClient('127.0.0.1', s.port, 2, ['Authorization: Bearer k']);
+  t.teardown(() => client.close());
+  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => client.get(`/track/open/${i}`, [`User-Agent: agent ${i}`])));
+  answers.forEach((a, i) => {
+    t.equal(a.status, 302);
+    t.same(JSON.parse(a.text), { method: 'GET', url: `/track/open/${i}`, ua: `agent ${i}`, auth: 'Bearer k', length: null }, `request ${i}`);
+  });
+  t.ok(s.connections() <= 2, 'over the kept sockets');
+});

@@ -16,7 +16,10 @@ import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
 import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
+import * as tracking from './018-tracking.js';
+import * as broadcasts from './019-broadcasts.js';
 import * as oauth from './020-oauth.js';
+import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
   name: string;
@@ -41,7 +44,10 @@ export const migrations: Migration[] = [
   { name: '014-audience', ...audience },
   { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
+  { name: '018-tracking', ...tracking },
+  { name: '019-broadcasts', ...broadcasts },
   { name: '020-oauth', ...oauth },
+  { name: '026-imap-recent', ...imapRecent },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */

@@ -6,20 +6,22 @@ import { authenticate, type Principal } from '../../services/platform/index.js';
 import type { Access } from '../route.js';
 import { scopeList, type ScopeNeed } from '../scopes.js';
 
+export const DEFAULT_CHALLENGE = 'Bearer realm="api"';
+
 /** The box's base URL as clients reach it: MAIL_PUBLIC_URL, else the request's own origin. No trailing slash. */
 export const baseUrlOf = (app: AppContext, ctx: Koa.Context): string => app.config.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
 
 /**
- * RFC 9728 5.1: with OAuth on, a 401 names the protected-resource metadata, so an MCP client can find the
- * authorization server by itself (`/mcp` has its own document).
+ * RFC 9728 5.1: with OAuth on, a 401 names the protected-resource metadata, so a client can find the
+ * authorization server by itself. A route's own challenge (/mcp) wins.
  */
-function challenge(app: AppContext, ctx: Koa.Context): string {
-  if (!app.config.oauthEnabled) return 'Bearer realm="api"';
-  const suffix = ctx.path === '/mcp' || ctx.path.startsWith('/mcp/') ? '/mcp' : '';
-  return `Bearer realm="api", resource_metadata="${baseUrlOf(app, ctx)}/.well-known/oauth-protected-resource${suffix}"`;
+function challengeOf(app: AppContext, ctx: Koa.Context, own: string | undefined): string {
+  if (own !== undefined) return own;
+  if (!app.config.oauthEnabled) return DEFAULT_CHALLENGE;
+  return `${DEFAULT_CHALLENGE}, resource_metadata="${baseUrlOf(app, ctx)}/.well-known/oauth-protected-resource"`;
 }
 
-const invalidKey = (app: AppContext, ctx: Koa.Context) => new AppError(401, 'unauthorized', 'Invalid API key', { 'WWW-Authenticate': challenge(app, ctx) });
+const invalidKey = (challenge: string) => new AppError(401, 'unauthorized', 'Invalid API key', { 'WWW-Authenticate': challenge });
 
 /** 403 naming the scope (RFC 6750 3.1 insufficient_scope in the header). */
 function insufficientScope(need: ScopeNeed): AppError {
@@ -32,16 +34,17 @@ function insufficientScope(need: ScopeNeed): AppError {
 }
 
 /**
- * Resolves the caller of a route, or throws 401/403. Returns null for public routes. `scope`: what an OAuth
- * access token needs here (scopes.ts); undefined leaves the scope to the caller (the MCP tools check their own).
+ * Resolves the caller of a route, or throws 401 (with `challenge`, else the default one) or 403. Returns null for
+ * public routes. `scope`: what an OAuth access token needs here (scopes.ts); undefined leaves the scope to the
+ * caller. An OAuth token is held to its scope instead of a key's permission.
  */
-export async function authorise(app: AppContext, ctx: Koa.Context, access: Access, scope?: ScopeNeed): Promise<Principal | null> {
+export async function authorise(app: AppContext, ctx: Koa.Context, access: Access, challenge?: string, scope?: ScopeNeed): Promise<Principal | null> {
   if (access === 'public') return null;
   const header = ctx.get('authorization');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) throw invalidKey(app, ctx);
+  if (!match) throw invalidKey(challengeOf(app, ctx, challenge));
   const principal = await authenticate(app, match[1]!);
-  if (!principal) throw invalidKey(app, ctx);
+  if (!principal) throw invalidKey(challengeOf(app, ctx, challenge));
   if (principal.scopes && scope !== undefined) {
     const held = principal.scopes;
     if (!scopeList(scope).some((s) => held.includes(s))) throw insufficientScope(scope);

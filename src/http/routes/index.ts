@@ -12,6 +12,7 @@ import { inboundRoutes } from './inbound/inbound.js';
 import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
 import { usageRoutes } from './sending/usage.js';
+import { trackingRoutes } from './sending/tracking.js';
 import { webhookRoutes } from './notifications/webhooks.js';
 import { contactRoutes } from './audience/contacts.js';
 import { propertyRoutes, segmentRoutes } from './audience/segments.js';
@@ -19,6 +20,8 @@ import { templateRoutes } from './templates/templates.js';
 import { suppressionRoutes } from './audience/suppressions.js';
 import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
+import { mcpRoutes } from '../../mcp/endpoint.js';
+import { broadcastRoutes } from './campaigns/broadcasts.js';
 import { oauthRoutes } from './platform/oauth.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
@@ -30,10 +33,16 @@ documented.push(...contactRoutes, ...propertyRoutes, ...segmentRoutes);
 documented.push(...templateRoutes);
 // Subscription topics, suppressions, and the public pages of an email's unsubscribe links.
 documented.push(...topicRoutes, ...suppressionRoutes, ...unsubscribeRoutes);
+// Broadcasts (issue 30).
+documented.push(...broadcastRoutes);
 // Client autoconfiguration (issue 6): Thunderbird autoconfig and Autodiscover, no credential.
 documented.push(...autoconfigRoutes);
 // Email validation (issue 31, part 1).
 documented.push(...emailValidationRoutes);
+// The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
+documented.push(...mcpRoutes);
+// Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.
+documented.push(...trackingRoutes);
 // The OAuth 2.0 authorization server and its discovery documents (issue 33; 404 unless MAIL_OAUTH_ENABLED).
 documented.push(...oauthRoutes);
 

@@ -10,7 +10,7 @@ import type { FetchItem } from '../protocol/fetch-items.js';
 import { FETCH_BATCH, RESPONSE_WRITE_BYTES } from '../protocol/limits.js';
 import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
-import type { Session } from '../session.js';
+import type { SelectedMailbox, Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
@@ -134,7 +134,7 @@ function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
 }
 
 /** Appends `* seq FETCH (...)` for one message. */
-function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
+function renderMessage(out: FetchOutput, view: SelectedMailbox, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
   let text = `* ${seq} FETCH (`;
   let flagsSent = false;
   for (let i = 0; i < items.length; i++) {
@@ -148,7 +148,7 @@ function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchIte
           text += `UID ${meta.uid}`;
           continue;
         case 'FLAGS':
-          text += `FLAGS (${meta.flags.join(' ')})`;
+          text += `FLAGS (${view.flagsText(meta)})`;
           flagsSent = true;
           continue;
         case 'INTERNALDATE':
@@ -199,7 +199,7 @@ function renderMessage(out: FetchOutput, seq: number, meta: Row, items: FetchIte
     }
   }
   // RFC 3501 §6.4.5: an implicit \Seen change is reported in the same response.
-  if (flagsChanged && !flagsSent) text += ` FLAGS (${meta.flags.join(' ')})`;
+  if (flagsChanged && !flagsSent) text += ` FLAGS (${view.flagsText(meta)})`;
   out.addText(text + ')\r\n');
 }
 
@@ -266,7 +266,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
           }
           const seq = view.seqOf(uid);
           const known: Row = { uid, modseq: view.modseqAt(seq - 1), flags: [], size: 0, blobId: '' };
-          if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, seq, known, items, undefined, null, null, false);
+          if (cmd.changedSince === null || known.modseq > cmd.changedSince) renderMessage(out, view, seq, known, items, undefined, null, null, false);
           continue;
         }
         if (cmd.changedSince !== null && meta.modseq <= cmd.changedSince) continue;
@@ -294,7 +294,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
         }
         // The client now knows these flags: a later sync need not report them again.
         if (sendsFlags || changedFlags.has(uid)) view.update(meta);
-        renderMessage(out, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
+        renderMessage(out, view, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
         if (out.full) await out.flush();
       }
     }

@@ -89,6 +89,12 @@ export const LIST: CommandSpec<'LIST'> = {
       if (onlySubscribed && !e.subscribed) continue;
       if (onlySpecial && !e.specialUse) continue;
       await s.untagged(`LIST (${attributes(e, all, withSubscribed)}) "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+      // RFC 5819: the STATUS of each selectable mailbox listed, right after its LIST response.
+      if (cmd.statusItems && !e.noselect) {
+        const target = await s.resolve(e.name);
+        const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+        if (folder) await s.untagged(await statusLine(s, e.name, folder, cmd.statusItems));
+      }
     }
     return ok('List completed');
   },
@@ -213,6 +219,34 @@ function subscription(subscribed: boolean): CommandSpec<'SUBSCRIBE' | 'UNSUBSCRI
 export const SUBSCRIBE = subscription(true) as CommandSpec<'SUBSCRIBE'>;
 export const UNSUBSCRIBE = subscription(false) as CommandSpec<'UNSUBSCRIBE'>;
 
+/** The `STATUS name (items)` response of a folder (STATUS, and LIST's RETURN (STATUS …), RFC 5819). */
+async function statusLine(s: Session, name: string, folder: Folder, items: readonly string[]): Promise<string> {
+  const values: Record<string, number> = {
+    MESSAGES: folder.messages,
+    RECENT: folder.recent,
+    UIDNEXT: folder.uidNext,
+    UIDVALIDITY: folder.uidValidity,
+    UNSEEN: folder.unseen,
+    HIGHESTMODSEQ: folder.highestModseq,
+    SIZE: folder.size,
+  };
+  if (items.includes('HIGHESTMODSEQ')) s.condstore = true;
+  // RFC 9208 §4.2 (required with the STORAGE resource): what an EXPUNGE would remove, in messages and KiB.
+  if (items.includes('DELETED') || items.includes('DELETED-STORAGE')) {
+    let deleted = 0;
+    let bytes = 0;
+    for (const m of await s.store.listStates(folder.id, {})) {
+      if (!m.flags.includes('\\Deleted')) continue;
+      deleted++;
+      bytes += m.size;
+    }
+    values.DELETED = deleted;
+    values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
+  }
+  const out = items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
+  return `STATUS ${listName(name)} (${out.join(' ')})`;
+}
+
 export const STATUS: CommandSpec<'STATUS'> = {
   states: AUTH,
   updates: 'full',
@@ -220,29 +254,7 @@ export const STATUS: CommandSpec<'STATUS'> = {
     const target = await s.resolve(cmd.mailbox);
     const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
     if (!folder) return no('No such mailbox', 'NONEXISTENT');
-    const values: Record<string, number> = {
-      MESSAGES: folder.messages,
-      RECENT: folder.recent,
-      UIDNEXT: folder.uidNext,
-      UIDVALIDITY: folder.uidValidity,
-      UNSEEN: folder.unseen,
-      HIGHESTMODSEQ: folder.highestModseq,
-    };
-    if (cmd.items.includes('HIGHESTMODSEQ')) s.condstore = true;
-    // RFC 9208 §4.2 (required with the STORAGE resource): what an EXPUNGE would remove, in messages and KiB.
-    if (cmd.items.includes('DELETED') || cmd.items.includes('DELETED-STORAGE')) {
-      let deleted = 0;
-      let bytes = 0;
-      for (const m of await s.store.listStates(folder.id, {})) {
-        if (!m.flags.includes('\\Deleted')) continue;
-        deleted++;
-        bytes += m.size;
-      }
-      values.DELETED = deleted;
-      values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
-    }
-    const out = cmd.items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
-    await s.untagged(`STATUS ${listName(cmd.mailbox)} (${out.join(' ')})`);
+    await s.untagged(await statusLine(s, cmd.mailbox, folder, cmd.items));
     return ok('Status completed');
   },
 };

@@ -60,23 +60,24 @@ function addressText(value: string): string {
     .join('\n');
 }
 
-function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number): boolean {
+function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, recent: ReadonlySet<number>): boolean {
   switch (key.op) {
     case 'all':
       return true;
     case 'and':
-      return key.keys.every((k) => matches(k, c, maxSeq, maxUid));
+      return key.keys.every((k) => matches(k, c, maxSeq, maxUid, recent));
     case 'or':
-      return matches(key.a, c, maxSeq, maxUid) || matches(key.b, c, maxSeq, maxUid);
+      return matches(key.a, c, maxSeq, maxUid, recent) || matches(key.b, c, maxSeq, maxUid, recent);
     case 'not':
-      return !matches(key.key, c, maxSeq, maxUid);
+      return !matches(key.key, c, maxSeq, maxUid, recent);
     case 'flag':
       return c.meta.flags.some((f) => f.toLowerCase() === key.flag.toLowerCase()) === key.present;
-    case 'new':
     case 'recent':
-      return false; // \Recent is not tracked per message: no message is recent
+      return recent.has(c.meta.uid);
+    case 'new':
+      return recent.has(c.meta.uid) && !c.meta.flags.some((f) => f.toLowerCase() === '\\seen');
     case 'old':
-      return true;
+      return !recent.has(c.meta.uid);
     case 'seq':
       return inSet(key.set, c.seq, maxSeq);
     case 'uid':
@@ -139,7 +140,7 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
           c.raw = await s.store.readMessage(view.folderId, meta.uid);
           if (c.raw) c.tree = parseMessage(c.raw);
         }
-        if (matches(cmd.key, c, maxSeq, maxUid)) {
+        if (matches(cmd.key, c, maxSeq, maxUid, view.recent)) {
           hits.push(cmd.uid ? meta.uid : i + 1);
           if (meta.modseq > highest) highest = meta.modseq;
         }

@@ -16,6 +16,8 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   const index = await s.store.folderIndex(folder.id);
   const ro = readOnly || target.access === 'read';
   const view = new SelectedMailbox(target, folder.id, folder.uidValidity, ro, index);
+  view.recentFrom = folder.recentUid;
+  await s.claimRecent(view, 0);
   s.select(view);
   s.announced = view.count;
   const firstUnseen = index.firstUnseenUid ? view.seqOf(index.firstUnseenUid) : 0;
@@ -23,7 +25,7 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   await s.untagged(`FLAGS (${flags})`);
   await s.untagged(`OK [PERMANENTFLAGS (${ro ? '' : `${flags} \\*`})] Flags permitted`);
   await s.untagged(`${view.count} EXISTS`);
-  await s.untagged(`${folder.recent} RECENT`);
+  await s.untagged(`${view.recent.size} RECENT`);
   if (firstUnseen) await s.untagged(`OK [UNSEEN ${firstUnseen}] First unseen`);
   await s.untagged(`OK [UIDVALIDITY ${folder.uidValidity}] UIDs valid`);
   await s.untagged(`OK [UIDNEXT ${folder.uidNext}] Predicted next UID`);

@@ -35,7 +35,7 @@ export const STORE: CommandSpec<'STORE'> = {
       // .SILENT suppresses the FLAGS echo; with CONDSTORE the new MODSEQ is still reported (RFC 7162 §3.1.3).
       if (cmd.silent && !(s.condstore && updated.has(uid))) continue;
       const parts: string[] = [];
-      if (!cmd.silent) parts.push(`FLAGS (${meta.flags.join(' ')})`);
+      if (!cmd.silent) parts.push(`FLAGS (${s.selected!.flagsText(meta)})`);
       if (cmd.uid) parts.push(`UID ${uid}`);
       if (s.condstore) parts.push(`MODSEQ (${meta.modseq})`);
       await s.untagged(`${view.seqOf(uid)} FETCH (${parts.join(' ')})`);

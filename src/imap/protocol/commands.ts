@@ -16,7 +16,7 @@ export type Command =
   | { name: 'SELECT' | 'EXAMINE'; mailbox: string; condstore: boolean }
   | { name: 'CREATE' | 'DELETE' | 'SUBSCRIBE' | 'UNSUBSCRIBE'; mailbox: string }
   | { name: 'RENAME'; from: string; to: string }
-  | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[] }
+  | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[]; statusItems: string[] | null }
   | { name: 'LSUB'; reference: string; patterns: string[] }
   | { name: 'STATUS'; mailbox: string; items: string[] }
   | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; /** Minutes east of UTC `date` was written in. */ zone: number | null; message: Buffer }
@@ -109,6 +109,9 @@ export function parseZonedDateTime(text: string): { date: Date; zone: number } {
   return { date: d, zone: Number(m[9]) < 60 && Math.abs(offset) < 24 * 60 ? offset : 0 };
 }
 
+/** STATUS data items (RFC 3501 §6.3.10; HIGHESTMODSEQ RFC 7162, DELETED/DELETED-STORAGE RFC 9208, SIZE RFC 8438). */
+export const STATUS_ITEMS = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'DELETED', 'DELETED-STORAGE', 'SIZE'];
+
 function atoms(tokens: Token[], what: string): string[] {
   return tokens.map((t) => {
     if (t.type !== 'atom') throw new ParseError(`Bad ${what}`);
@@ -186,17 +189,30 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
             })
           : [decodeMailboxName(patTok.value)];
       let returnOptions: string[] = [];
+      let statusItems: string[] | null = null;
       if (name === 'LIST' && ts.accept('RETURN')) {
-        returnOptions = ts.list('return options').map((t) => (t.type === 'atom' ? t.value.toUpperCase() : ''));
+        const opts = ts.list('return options');
+        for (let i = 0; i < opts.length; i++) {
+          const t = opts[i]!;
+          const option = t.type === 'atom' ? t.value.toUpperCase() : '';
+          // RFC 5819: STATUS (items) asks for a STATUS response after each selectable mailbox listed.
+          if (option === 'STATUS') {
+            const list = opts[++i];
+            if (list?.type !== 'list') throw new ParseError('STATUS needs a list of status items');
+            statusItems = atoms(list.items, 'status item');
+            for (const item of statusItems) if (!STATUS_ITEMS.includes(item)) throw new ParseError(`Unknown status item ${item}`);
+            continue;
+          }
+          returnOptions.push(option);
+        }
       }
       ts.end();
-      return name === 'LIST' ? { name, reference, patterns, selectOptions, returnOptions } : { name, reference, patterns };
+      return name === 'LIST' ? { name, reference, patterns, selectOptions, returnOptions, statusItems } : { name, reference, patterns };
     }
     case 'STATUS': {
       const mailbox = mailboxName(ts.astring('mailbox'));
       const items = atoms(ts.list('status items'), 'status item');
-      const known = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'DELETED', 'DELETED-STORAGE'];
-      for (const i of items) if (!known.includes(i)) throw new ParseError(`Unknown status item ${i}`);
+      for (const i of items) if (!STATUS_ITEMS.includes(i)) throw new ParseError(`Unknown status item ${i}`);
       ts.end();
       return { name, mailbox, items };
     }

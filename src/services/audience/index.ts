@@ -6,6 +6,7 @@
 export { createContact, deleteContact, getContact, listContacts, updateContact, type Contact, type ContactFilters } from './contacts.js';
 export { exportContacts, importContacts, MAX_IMPORT_ROWS, type ImportResult } from './contacts-csv.js';
 export { segmentMembership } from './membership.js';
+export { campaignAudience, marketableContactSql, type CampaignAudienceRequest } from './marketable.js';
 export { createProperty, deleteProperty, listProperties, PROPERTY_TYPES, updateProperty, type ContactProperty, type PropertyType } from './properties.js';
 export { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, type EngagementSegment, type RuleGroup } from './rules.js';
 export { addMembers, createSegment, deleteSegment, getSegment, listMembers, listSegments, previewSegment, removeMembers, updateSegment, type Segment } from './segments.js';
@@ -18,6 +19,6 @@ export {
 export { audienceOfSends, type SendAudience, type SendAudienceRequest } from './send-checks.js';
 export { preferencesOf, savePreferences, unsubscribeByLink, type PreferenceChange, type PreferenceView } from './preferences.js';
 export {
-  readUnsubscribeToken, signUnsubscribeToken, TOKEN_LIFETIME_DAYS, tokenOfAddress, UNSUBSCRIBE_LOCAL_PREFIX, UNSUBSCRIBE_PATH, unsubscribeHeaders,
+  readUnsubscribeToken, signUnsubscribeToken, TOKEN_LIFETIME_DAYS, tokenOfAddress, UNSUBSCRIBE_LOCAL_PREFIX, UNSUBSCRIBE_PATH, unsubscribeHeaders, unsubscribeUrl,
   type LinkTarget, type TokenCheck
 } from './unsubscribe-tokens.js';

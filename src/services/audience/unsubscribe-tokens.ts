@@ -13,6 +13,7 @@ import type { AppContext } from '../../context.js';
 import type { Queryable } from '../../db/index.js';
 import { base32Decode, base32Encode } from '../../core/base32.js';
 import { DAY } from '../../core/clock.js';
+import { publicBaseUrl } from '../platform/index.js';
 import type { ContactRow } from './contacts.js';
 import type { TopicRow } from './topics.js';
 
@@ -88,15 +89,16 @@ export async function readUnsubscribeToken(ctx: AppContext, q: Queryable, token:
   return { ok: true, target: { contact, topic: topic ?? null, emailKey: emailKey === 0 ? null : emailKey } };
 }
 
-/** Where people reach the box's pages: MAIL_PUBLIC_URL, else https://<MAIL_HOSTNAME>. */
-export const publicBaseUrl = (ctx: AppContext) => ctx.config.publicUrl ?? `https://${ctx.config.hostname}`;
+
+/** The public page of a token (the preference page; a POST there is the one-click unsubscribe). */
+export const unsubscribeUrl = (ctx: AppContext, token: string) => `${publicBaseUrl(ctx)}${UNSUBSCRIBE_PATH}/${token}`;
 
 /**
  * The headers an email carries for the token: List-Unsubscribe with the https URL first (RFC 8058 §3.1: the
  * one-click POST goes there) and the mailto second (RFC 2369), and List-Unsubscribe-Post.
  */
 export function unsubscribeHeaders(ctx: AppContext, token: string): Record<string, string> {
-  const url = `${publicBaseUrl(ctx)}${UNSUBSCRIBE_PATH}/${token}`;
+  const url = unsubscribeUrl(ctx, token);
   const mailto = `mailto:${UNSUBSCRIBE_LOCAL_PREFIX}${token}@${ctx.config.hostname}?subject=unsubscribe`;
   return { 'List-Unsubscribe': `<${url}>, <${mailto}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
 }

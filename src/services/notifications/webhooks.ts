@@ -232,9 +232,16 @@ export async function testWebhook(ctx: AppContext, teamId: string, id: string): 
 }
 
 /** Newest first. */
-export async function listDeliveries(ctx: AppContext, teamId: string, id: string, paging: PageRequest): Promise<Page<WebhookDelivery>> {
+export async function listDeliveries(
+  ctx: AppContext,
+  teamId: string,
+  id: string,
+  paging: PageRequest,
+  filter: { status?: DeliveryStatus | undefined } = {},
+): Promise<Page<WebhookDelivery>> {
   const hook = await findRow(ctx.db, teamId, id);
   const base = ctx.db<DeliveryRow>('webhook_deliveries').where('webhook_id', hook.id);
+  if (filter.status) base.andWhere('status', filter.status);
   const [{ n }] = (await base.clone().count({ n: '*' })) as [{ n: number }];
   const rows = await base.clone().orderBy('id', 'desc').offset(paging.offset).limit(paging.perPage);
   return toPage(rows.map(toDelivery), Number(n), paging);

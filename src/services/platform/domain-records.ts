@@ -6,13 +6,16 @@
 //   DMARC TXT  _dmarc.<domain>            v=DMARC1; p=none; rua=…    recommended
 //   MX    MX   <domain>                   <box> (priority 10)        recommended: inbound mail and late bounces
 //   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp)  0 1 <port> <box>   informational (RFC 6186)
+//   TRACKING CNAME <tracking_subdomain>.<domain>  <box>            optional: only when the domain names a tracking
+//                                                                   subdomain; its open and click URLs use that
+//                                                                   name once this record is verified
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
 import { spf } from 'mailauth/lib/spf/index.js';
 import { DnsLookupError, isNoData, type DnsResolver } from '../../dns/resolver.js';
 import type { DkimAlgorithm, DkimKeyState } from './dkim-keys.js';
 
 export type RecordStatus = 'pending' | 'verified' | 'failed';
-export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV';
+export type RecordKind = 'SPF' | 'DKIM' | 'DMARC' | 'MX' | 'SRV' | 'TRACKING';
 
 export interface DnsRecord {
   /** What the record is for. */
@@ -72,7 +75,7 @@ export interface CheckResult {
 
 /** Key of a record in the stored status map; stable across hostname changes. */
 export function recordKey(r: Pick<DnsRecord, 'record' | 'name'>): string {
-  return r.record === 'DKIM' || r.record === 'SRV' ? `${r.record}:${r.name}` : r.record;
+  return r.record === 'DKIM' || r.record === 'SRV' || r.record === 'TRACKING' ? `${r.record}:${r.name}` : r.record;
 }
 
 export function dkimRecordValue(publicKey: string, algorithm: DkimAlgorithm = 'rsa'): string {
@@ -129,11 +132,17 @@ export function srvRecords(domain: string, hostname: string, ports: ServicePorts
   return [srv('imaps', ports.imaps), srv('submission', ports.submission), srv('pop3s', ports.pop3s)];
 }
 
+/** The CNAME that publishes a domain's tracking subdomain (`<subdomain>.<domain>` → the box): optional. */
+export function trackingRecord(domain: string, hostname: string, subdomain: string): DnsRecord {
+  return lined({ record: 'TRACKING', type: 'CNAME', name: `${subdomain}.${domain}`, value: hostname, ttl: 'Auto', required: false, status: 'pending' });
+}
+
 /**
  * The records to publish for `domain` on a box called `hostname`, every status `pending`. With `ports`, the
- * RFC 6186 SRV records for mail clients follow (informational: never required for verification).
+ * RFC 6186 SRV records for mail clients follow (informational: never required for verification); with
+ * `trackingSubdomain`, the tracking CNAME last (optional).
  */
-export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[], ports?: ServicePorts): DnsRecord[] {
+export function expectedRecords(domain: string, hostname: string, dkim: PublishedDkimKey[], ports?: ServicePorts, trackingSubdomain?: string | null): DnsRecord[] {
   const records: Unlined[] = [
     { record: 'SPF', type: 'TXT', name: domain, value: `v=spf1 a:${hostname} ~all`, ttl: 'Auto', required: true, status: 'pending' },
   ];
@@ -165,7 +174,11 @@ export function expectedRecords(domain: string, hostname: string, dkim: Publishe
     },
     { record: 'MX', type: 'MX', name: domain, value: hostname, priority: 10, ttl: 'Auto', required: false, status: 'pending' },
   );
-  return [...records.map(lined), ...(ports ? srvRecords(domain, hostname, ports) : [])];
+  return [
+    ...records.map(lined),
+    ...(ports ? srvRecords(domain, hostname, ports) : []),
+    ...(trackingSubdomain ? [trackingRecord(domain, hostname, trackingSubdomain)] : []),
+  ];
 }
 
 /**
@@ -381,6 +394,22 @@ async function checkSrv(dns: DnsResolver, record: DnsRecord): Promise<CheckResul
   return match ? verified : failed(`The SRV record at ${record.name} does not point at ${target} port ${port}`);
 }
 
+/** The tracking CNAME: `record.name` must be an alias of the box's name (its value). */
+async function checkTracking(dns: DnsResolver, record: DnsRecord): Promise<CheckResult> {
+  let targets: string[];
+  try {
+    targets = (await dns.raw(record.name, 'CNAME')) as string[];
+  } catch (err) {
+    if (isNoData(err)) targets = [];
+    else throw new DnsLookupError('CNAME', record.name, errCode(err));
+  }
+  const box = record.value.toLowerCase();
+  const found = targets.map((t) => t.toLowerCase().replace(/\.$/, ''));
+  if (found.includes(box)) return verified;
+  if (found.length === 0) return failed(`No CNAME record found at ${record.name}: publish ${record.name} CNAME ${box}. (an A record is not enough: the box's address may change)`);
+  return failed(`The CNAME record at ${record.name} points at ${found.join(', ')}, not at ${box}`);
+}
+
 /**
  * Looks one record up through the box's resolver. Never throws: a failed look-up is a failed check, marked
  * `transient` when the DNS did not answer (timeout, SERVFAIL, refused), as opposed to answering without it.
@@ -398,6 +427,8 @@ export async function checkRecord(dns: DnsResolver, domain: string, hostname: st
         return await checkMx(dns, domain, hostname);
       case 'SRV':
         return await checkSrv(dns, record);
+      case 'TRACKING':
+        return await checkTracking(dns, record);
     }
   } catch (err) {
     if (err instanceof DnsLookupError) return { status: 'failed', reason: `${err.message}; try again later`, transient: true, unanswered: err.message };

@@ -27,6 +27,11 @@ export interface Domain {
   region: string;
   open_tracking: boolean;
   click_tracking: boolean;
+  /**
+   * The label of the name its open and click URLs use (`<label>.<domain>`, a CNAME to the box listed in
+   * dns_records), or null: the box's own public URL. Used once its record is verified.
+   */
+  tracking_subdomain: string | null;
   tls_mode: TlsMode;
   /** What the MX does with mail for this domain (services/inbound/routing.ts). */
   inbound_mode: InboundMode;
@@ -64,6 +69,7 @@ export interface DomainRow {
   click_tracking: number | boolean;
   tls_mode: TlsMode;
   inbound_mode?: InboundMode;
+  tracking_subdomain?: string | null;
   record_status: string;
   verified_at: string | null;
   last_checked_at: string | null;
@@ -79,6 +85,7 @@ export interface CreateDomainInput {
   open_tracking: boolean;
   click_tracking: boolean;
   tls_mode: TlsMode;
+  tracking_subdomain?: string | null | undefined;
   /** rsa (default) or ed25519 (an Ed25519 key with an RSA key beside it). */
   dkim_key_type?: DkimKeyType | undefined;
 }
@@ -88,6 +95,21 @@ export interface UpdateDomainInput {
   click_tracking?: boolean | undefined;
   tls_mode?: TlsMode | undefined;
   inbound_mode?: InboundMode | undefined;
+  /** A label, or null to use the box's own public URL again. */
+  tracking_subdomain?: string | null | undefined;
+}
+
+/** A tracking subdomain as typed (any case, no dots): the label, or null when it is not one. */
+export function normaliseTrackingSubdomain(input: string): string | null {
+  const label = input.trim().toLowerCase();
+  return LABEL_RE.test(label) && !label.startsWith('_') ? label : null;
+}
+
+function trackingSubdomainOf(input: string | null | undefined): string | null {
+  if (input === undefined || input === null) return null;
+  const label = normaliseTrackingSubdomain(input);
+  if (!label) throw badRequest('tracking_subdomain: must be one DNS label (letters, digits and hyphens, e.g. "track"), or null');
+  return label;
 }
 
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -116,7 +138,7 @@ function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRe
   const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key, algorithm: k.algorithm, state: k.state, retireAfter: k.retire_after }));
   const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
   const retiredAt = new Map(keys.map((k) => [k.selector, k.retired_at]));
-  return expectedRecords(row.name, box.hostname, published, ports).map((r) => {
+  return expectedRecords(row.name, box.hostname, published, ports, row.tracking_subdomain ?? null).map((r) => {
     // A retired key's record is to be removed: so it says until a verify finds it gone (and the key's row goes).
     if (r.dkim?.state === 'retired') {
       return { ...r, status: 'pending', reason: `Remove this record: its key was retired at ${retiredAt.get(r.dkim.selector)} and signs no mail` };
@@ -162,6 +184,7 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     region: row.region,
     open_tracking: Boolean(row.open_tracking),
     click_tracking: Boolean(row.click_tracking),
+    tracking_subdomain: row.tracking_subdomain ?? null,
     tls_mode: row.tls_mode,
     inbound_mode: row.inbound_mode ?? 'none',
     dkim_key_type: keyTypeOf(keys.filter((k) => k.state === 'active')),
@@ -188,6 +211,7 @@ const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test(Stri
 export async function createDomain(ctx: AppContext, teamId: string, input: CreateDomainInput): Promise<Domain> {
   const name = normaliseDomainName(input.name);
   if (!name) throw badRequest('name: must be a valid domain name');
+  const trackingSubdomain = trackingSubdomainOf(input.tracking_subdomain);
   const at = ctx.clock.now();
   const id = newId();
   // Key generation takes a while: do it before the transaction so writers are not held up.
@@ -209,6 +233,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
         open_tracking: input.open_tracking,
         click_tracking: input.click_tracking,
         tls_mode: input.tls_mode,
+        tracking_subdomain: trackingSubdomain,
         record_status: '{}',
         verified_at: null,
         last_checked_at: null,
@@ -247,6 +272,7 @@ export async function updateDomain(ctx: AppContext, teamId: string, id: string, 
     if (input.open_tracking !== undefined) changes.open_tracking = input.open_tracking;
     if (input.click_tracking !== undefined) changes.click_tracking = input.click_tracking;
     if (input.tls_mode !== undefined) changes.tls_mode = input.tls_mode;
+    if (input.tracking_subdomain !== undefined) changes.tracking_subdomain = trackingSubdomainOf(input.tracking_subdomain);
     if (input.inbound_mode !== undefined) {
       // Routing a domain's mail to the team is proof of ownership's business: on a box shared by teams, a
       // name anyone can add must not capture mail before its DNS shows the team controls it.

@@ -26,3 +26,4 @@ export { limitsFor, PLAN_LIMITS } from './limits.js';
 export {
   createTeamWithKey, getTeam, insertTeamWithKey, listTeams, setTeamPlan, type Team, type TeamWithKey
 } from './teams.js';
+export { publicBaseUrl } from './public-url.js';

@@ -22,6 +22,7 @@ import type { DeliveryResult, Mta, RecipientOutcome, TlsMode } from '../../mta/t
 import { emailEventRow, json, RETURN_PATH_PREFIX, timelineRow, type AttachmentRow, type EmailBodyRow, type EmailRow, type RecipientRow, type TimelineRow } from './email-records.js';
 import { deriveEmailStatus, isPending, type RecipientStatus } from './email-status.js';
 import { simulateDelivery, type SimulatedResult } from './test-mode.js';
+import { trackedHtml, trackingHostOf, type DomainTracking } from './tracking.js';
 
 /**
  * Waits between attempts for deferred recipients: 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h, then every
@@ -43,6 +44,10 @@ interface DomainKeyRow {
   selector: string;
   algorithm: 'rsa' | 'ed25519';
   private_key_sealed: string;
+  open_tracking: number;
+  click_tracking: number;
+  tracking_subdomain: string | null;
+  record_status: string;
 }
 
 /** A sender domain with the keys that sign its mail: one RSA key, or an Ed25519 key and an RSA key beside it. */
@@ -50,10 +55,12 @@ interface SenderKeys {
   name: string;
   tls_mode: TlsMode;
   keys: Array<Pick<DomainKeyRow, 'selector' | 'algorithm' | 'private_key_sealed'>>;
+  /** What the domain tracks (tracking.ts): its html is rewritten before the message is built. */
+  tracking: DomainTracking;
 }
 
-/** System emails (system-mail.ts: from the box's own name, no team domain, no API key) go unsigned. */
-const SYSTEM_SENDER: SenderKeys = { name: '', tls_mode: 'opportunistic', keys: [] };
+/** System emails (system-mail.ts: from the box's own name, no team domain, no API key) go unsigned and untracked. */
+const SYSTEM_SENDER: SenderKeys = { name: '', tls_mode: 'opportunistic', keys: [], tracking: { open: false, click: false, host: null } };
 
 /**
  * The active keys of each domain in `rows`. They are read in one statement with the emails, so one snapshot:
@@ -65,7 +72,10 @@ function senderKeysOf(rows: DomainKeyRow[]): Map<string, SenderKeys> {
   const byDomain = new Map<string, SenderKeys>();
   for (const r of rows) {
     let sender = byDomain.get(r.domain_id);
-    if (!sender) byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, keys: [] }));
+    if (!sender) {
+      const tracking = { open: Boolean(r.open_tracking), click: Boolean(r.click_tracking), host: trackingHostOf(r.name, r.tracking_subdomain, r.record_status) };
+      byDomain.set(r.domain_id, (sender = { name: r.name, tls_mode: r.tls_mode, keys: [], tracking }));
+    }
     sender.keys.push({ selector: r.selector, algorithm: r.algorithm, private_key_sealed: r.private_key_sealed });
   }
   for (const sender of byDomain.values()) sender.keys.sort((a, b) => Number(a.algorithm !== 'rsa') - Number(b.algorithm !== 'rsa'));
@@ -172,7 +182,8 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
       ),
       queryJson<DomainKeyRow[]>(
         reads,
-        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed))
+        `SELECT json_group_array(json_object('domain_id', d.id, 'name', d.name, 'tls_mode', d.tls_mode, 'selector', k.selector, 'algorithm', k.algorithm, 'private_key_sealed', k.private_key_sealed,
+           'open_tracking', d.open_tracking, 'click_tracking', d.click_tracking, 'tracking_subdomain', d.tracking_subdomain, 'record_status', CASE WHEN d.tracking_subdomain IS NULL THEN '{}' ELSE d.record_status END))
          FROM domains AS d JOIN dkim_keys AS k ON k.domain_id = d.id
          WHERE d.id IN (SELECT DISTINCT domain_id FROM emails WHERE id IN (${list}) AND domain_id IS NOT NULL) AND k.state = 'active'`,
         ids,
@@ -234,13 +245,15 @@ export function createDeliveryHandler<R extends { address: string }>(ctx: AppCon
     const signer = key.keys.map((k) => ({ domain: key.name, selector: k.selector, pem: ctx.secrets.open(k.private_key_sealed) }));
     if (l.source) return { message: { raw: l.source }, signer };
     const boxes = (text: string) => json<string[]>(text).map((s) => parseMailbox(s)!);
+    const html = l.body?.html ?? undefined;
     const message = {
       from: parseMailbox(email.from_header)!,
       to: boxes(email.to_addrs),
       cc: boxes(email.cc_addrs),
       replyTo: boxes(email.reply_to),
       subject: email.subject,
-      html: l.body?.html ?? undefined,
+      // Open and click tracking rewrite the html here: the stored body stays as the API took it.
+      html: html !== undefined && (key.tracking.open || key.tracking.click) ? trackedHtml(ctx, html, email, l.recipients, key.tracking) : html,
       text: l.body?.text ?? undefined,
       headers: json<Record<string, string>>(email.headers),
       attachments: l.attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content })),

@@ -38,6 +38,8 @@ export interface EmailRow {
   /** The template and version it was rendered from (migration 017); null for a send without one. */
   template_id: string | null;
   template_version: number | null;
+  /** The broadcast it was sent for (`bc_…`, migration 019); null for any other send. */
+  broadcast_id: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -76,7 +78,10 @@ export interface AttachmentRow {
 export const json = <T>(text: string): T => JSON.parse(text) as T;
 
 /** The `data` every email webhook event carries (spec: Events, Payload). */
-export function emailEventData(email: EmailRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
+/** What an email's webhook events say of it. */
+export type EmailEventSubject = Pick<EmailRow, 'team_id' | 'public_id' | 'from_header' | 'to_addrs' | 'subject'>;
+
+export function emailEventData(email: EmailEventSubject, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { email_id: email.public_id, from: email.from_header, to: json<string[]>(email.to_addrs), subject: email.subject, ...extra };
 }
 
@@ -97,7 +102,7 @@ export function timelineRow(email: Pick<EmailRow, 'id'>, at: Date, type: Timelin
 }
 
 /** The row `emitEmailEvent` writes, for callers that write many at once. */
-export function emailEventRow(email: EmailRow, at: Date, type: EventType, extra: Record<string, unknown> = {}): Omit<EventRow, 'id'> {
+export function emailEventRow(email: EmailEventSubject, at: Date, type: EventType, extra: Record<string, unknown> = {}): Omit<EventRow, 'id'> {
   return eventRow(at, email.team_id, type, emailEventData(email, extra));
 }
 

@@ -89,6 +89,20 @@ export interface SendEmailInput {
   unsubscribe?: boolean | undefined;
   /** Sent for this subscription topic: skipped unless the contact is subscribed; the links leave the topic. */
   topic_id?: string | undefined;
+  /** The broadcast (`bc_…`) this email is one recipient's copy of (services/campaigns/); recorded on the email. */
+  broadcast_id?: string | undefined;
+}
+
+/**
+ * Written in the transaction that accepts an email, beside it (e.g. a broadcast marks its recipient with the
+ * email): both are committed together or not at all. Runs with the writes of that transaction (in the shared
+ * writer's, they are held for its write script: use `db/script.ts` `write`).
+ */
+export type AfterWrite = (trx: Queryable, email: { id: number; publicId: string }) => PromiseLike<unknown>;
+
+export interface SendOptions {
+  /** Per input (by index): what to write beside the email when it is accepted (not for a refused or replayed one). */
+  afterWrite?: (index: number) => AfterWrite | undefined;
 }
 
 export interface SendResult {
@@ -232,6 +246,8 @@ export interface CheckedSend {
   raw?: RawSource;
   /** Set for a send by template: the input holds its rendering. */
   template?: TemplateRef | null;
+  /** Written beside the email when it is accepted (SendOptions). */
+  afterWrite?: AfterWrite | undefined;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
@@ -287,7 +303,7 @@ export async function sendEmail(ctx: AppContext, sender: Sender, input: SendEmai
  * Checks and accepts several emails (POST /emails/batch): each answers its id or its own AppError; the
  * accepted ones are written together. Errors other than AppError (the store failing) are thrown.
  */
-export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEmailInput[]): Promise<Array<SendResult | AppError>> {
+export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEmailInput[], options: SendOptions = {}): Promise<Array<SendResult | AppError>> {
   const domains = new Map<string, Promise<{ id: string; status: string } | undefined>>();
   const lookup = (name: string) => {
     let d = domains.get(name);
@@ -303,13 +319,13 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
   };
   const writer = writerOf(ctx);
   return Promise.all(
-    inputs.map(async (input) => {
+    inputs.map(async (input, index) => {
       try {
         // The request as asked (template_id and variables included) is what an idempotent replay compares.
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
         const resolved = await resolveTemplate(ctx, sender.teamId, input, templateOf);
         const checked = await checkSend(resolved.input, lookup);
-        return await writer({ sender, input: resolved.input, checked, hash, template: resolved.template });
+        return await writer({ sender, input: resolved.input, checked, hash, template: resolved.template, afterWrite: options.afterWrite?.(index) });
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;
@@ -456,6 +472,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
       delivered_at: null,
       template_id: template?.id ?? null,
       template_version: template?.version ?? null,
+      broadcast_id: input.broadcast_id ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -525,6 +542,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     ...attachments.map((a) => insertRows(trx, 'email_attachments', [a])),
     ...sources.map((r) => insertRows(trx, 'email_sources', [r])),
     insertRows(trx, 'email_events', timeline),
+    ...accepted.flatMap(({ item, publicId }, n) => (item.afterWrite ? [item.afterWrite(trx, { id: ids.emails + n, publicId })] : [])),
   ]);
   return results as Array<SendResult | AppError>;
 }
@@ -587,6 +605,8 @@ export interface EmailDetail extends EmailContentView {
   delivered_at: string | null;
   /** The template and version the email was rendered from, if any. */
   template: TemplateRef | null;
+  /** The broadcast it is one recipient's copy of (`bc_…`), if any. */
+  broadcast_id: string | null;
 }
 
 export async function getEmail(ctx: AppContext, reader: Reader, publicId: string): Promise<EmailDetail> {
@@ -626,6 +646,7 @@ export async function getEmail(ctx: AppContext, reader: Reader, publicId: string
     sent_at: e.sent_at,
     delivered_at: e.delivered_at,
     template: e.template_id === null ? null : { id: e.template_id, version: e.template_version! },
+    broadcast_id: e.broadcast_id ?? null,
   };
 }
 
@@ -661,7 +682,12 @@ export interface EmailListItem {
 
 const likeEscape = (s: string) => `%${s.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** Newest first. `provider`, `country` and `device` describe opens and clicks, which are not tracked yet: they match nothing. */
+/**
+ * Newest first. `provider`, `country` and `device` match an email with an open or click (a timeline entry
+ * `opened`/`clicked`, tracking.ts) that has all of those given: provider and device as tracking names them
+ * (any case), country as an ISO 3166-1 alpha-2 code (any case). Machine hits count: they are hits of that
+ * provider (`machine` in the entry tells them apart).
+ */
 export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFilter, paging: PageRequest): Promise<Page<EmailListItem>> {
   const q = readsOf(ctx.db)<EmailRow>('emails').where('team_id', reader.teamId);
   if (reader.ownOnly) q.andWhere('api_key_id', reader.apiKeyId);
@@ -675,7 +701,14 @@ export async function listEmails(ctx: AppContext, reader: Reader, f: EmailListFi
   if (f.tag) q.andWhereRaw('EXISTS (SELECT 1 FROM json_each(emails.tags) WHERE json_each.value = ?)', [f.tag]);
   if (f.date_from) q.andWhere('created_at', '>=', new Date(f.date_from).toISOString());
   if (f.date_to) q.andWhere('created_at', '<=', new Date(f.date_to).toISOString());
-  if (f.provider || f.country || f.device) q.andWhereRaw('0');
+  if (f.provider || f.country || f.device) {
+    const hit: string[] = [];
+    const values: string[] = [];
+    if (f.provider) hit.push(`json_extract(ev.data, '$.provider') = ?`), values.push(f.provider.toLowerCase());
+    if (f.device) hit.push(`json_extract(ev.data, '$.device') = ?`), values.push(f.device.toLowerCase());
+    if (f.country) hit.push(`json_extract(ev.data, '$.country') = ?`), values.push(f.country.toUpperCase());
+    q.andWhereRaw(`EXISTS (SELECT 1 FROM email_events ev WHERE ev.email_id = emails.id AND ev.type IN ('opened', 'clicked') AND ${hit.join(' AND ')})`, values);
+  }
   const [{ n }] = (await q.clone().count({ n: '*' })) as [{ n: number }];
   const rows = await q.clone().orderBy('id', 'desc').offset(paging.offset).limit(paging.perPage);
   return toPage(

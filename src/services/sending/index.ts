@@ -11,11 +11,15 @@ export {
 export { deriveEmailStatus, EMAIL_STATUSES } from './email-status.js';
 export {
   type AttachmentInput, cancelEmail, DELIVER_JOB, getEmail, listEmailEvents, listEmails, MAX_RECIPIENTS,
-  type Reader, rescheduleEmail, sendEmail, type SendEmailInput, sendEmails, type Sender, setTextDeriver
+  type AfterWrite, type Reader, rescheduleEmail, sendEmail, type SendEmailInput, sendEmails, type Sender, type SendOptions, setTextDeriver
 } from './emails.js';
 export {
   getHold, getUsage, isSendQuotaRefusal, markEstablished, QUOTA_SMTP_REPLY, releaseHold, setNewSenderPause
 } from './quotas.js';
+export { readerOf, senderOf } from './principals.js';
+export { findSenderDomain } from './sender-domains.js';
 export { authenticateSubmitter, type SubmissionStore, submitMessage, type Submitter } from './submission.js';
 export { sendSystemEmail } from './system-mail.js';
 export { type LinkAnswer, linkPreferences, savePreferencesThroughLink, unsubscribeByMessage, unsubscribeThroughLink } from './unsubscribe-links.js';
+export { type HitRequest, recordClick, recordOpen, TRACK_CLICK_PATH, TRACK_OPEN_PATH } from './tracking.js';
+export { DEVICES, PROVIDERS } from './tracking-client.js';

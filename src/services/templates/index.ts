@@ -22,3 +22,4 @@ export {
   type Template,
   type TemplateVersion,
 } from './templates.js';
+export { parsePart, renderPart, type ParsedPart, type Part } from './merge-tags.js';

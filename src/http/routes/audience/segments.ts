@@ -3,6 +3,8 @@ import { defineRoute } from '../../route.js';
 import { paged, Success } from '../../schemas/common.js';
 import { Contact, ContactProperty, CreateProperty, CreateSegment, PreviewSegment, Segment, SegmentContacts, UpdateProperty, UpdateSegment } from '../../schemas/audience/contacts.js';
 import { parsePaging } from '../../../core/paging.js';
+import { Broadcast } from '../../schemas/campaigns/broadcasts.js';
+import { broadcastsOfSegment } from '../../../services/campaigns/index.js';
 import {
   addMembers,
   createProperty,
@@ -142,14 +144,13 @@ export const segmentRoutes = [
   defineRoute({
     method: 'GET',
     path: '/segments/{id}/broadcasts',
-    summary: 'The broadcasts sent to a segment, newest first',
+    summary: 'The broadcasts that name the segment in `segment_ids`, newest first; 404 for an unknown segment',
     tag: 'Segments',
     access: 'full_access',
-    response: z.object({ broadcasts: z.array(z.unknown()) }),
+    response: z.object({ broadcasts: z.array(Broadcast) }),
     async handle({ app, principal, params }) {
       await getSegment(app, principal.teamId, params.id!);
-      // Broadcasts are not built yet: no segment has any.
-      return { broadcasts: [] };
+      return { broadcasts: await broadcastsOfSegment(app, principal.teamId, params.id!) };
     },
   }),
 ];

@@ -6,12 +6,10 @@ import { paged } from '../../schemas/common.js';
 import { DraftReply, Forward, InboundAttachments, InboundEmail, InboundListItem, InboundListQuery, Reply, ReplyToSend } from '../../schemas/inbound/inbound.js';
 import { parsePaging } from '../../../core/paging.js';
 import { notFound } from '../../../core/errors.js';
-import { apiKeyIdOf, type Principal } from '../../../services/platform/index.js';
-import type { Sender } from '../../../services/sending/index.js';
+import { senderOf as sender } from '../../../services/sending/index.js';
 import { getInbound, getInboundAttachments, listInbound, draftReply, forwardInbound, replyToInbound } from '../../../services/inbound/index.js';
 
 const Accepted = z.object({ id: z.string().describe('em_… id of the email sent') });
-const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: apiKeyIdOf(p), mode: p.mode });
 
 /** `{id}` of an inbound email: a positive integer, anything else is simply not found. */
 function inboundId(raw: string | undefined): number {

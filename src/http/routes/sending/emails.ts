@@ -5,12 +5,9 @@ import { paged, Success } from '../../schemas/common.js';
 import { Email, EmailEvent, EmailListQuery, Reschedule, SendBatch, SendEmail } from '../../schemas/sending/emails.js';
 import { parsePaging } from '../../../core/paging.js';
 import { AppError } from '../../../core/errors.js';
-import { apiKeyIdOf, type Principal } from '../../../services/platform/index.js';
-import { previewEmail, spamPreview, cancelEmail, getEmail, listEmailEvents, listEmails, rescheduleEmail, sendEmail, sendEmails, type Reader, type Sender } from '../../../services/sending/index.js';
-
-const sender = (p: Principal): Sender => ({ teamId: p.teamId, apiKeyId: apiKeyIdOf(p), mode: p.mode });
-/** sending_access keys read back only the emails they sent themselves; test-mode keys change only test-mode emails. */
-const reader = (p: Principal): Reader => ({ teamId: p.teamId, apiKeyId: p.keyId, ownOnly: p.permission !== 'full_access', mode: p.mode });
+import {
+  previewEmail, spamPreview, cancelEmail, getEmail, listEmailEvents, listEmails, readerOf as reader, rescheduleEmail, senderOf as sender, sendEmail, sendEmails
+} from '../../../services/sending/index.js';
 
 const Accepted = z.object({ id: z.string().describe('em_… id') });
 

@@ -4,6 +4,13 @@ import { boolean } from '../common.js';
 
 const region = z.enum(REGIONS, { error: `must be ${REGIONS.join(', ')} (the only region)` });
 const tlsMode = z.enum(TLS_MODES, { error: `must be one of ${TLS_MODES.join(', ')}` });
+const trackingSubdomain = z
+  .string({ error: 'must be a string or null' })
+  .max(63, 'must be one DNS label (letters, digits and hyphens, e.g. "track"), or null')
+  .nullable()
+  .describe(
+    'the label of the name the open and click URLs use (<label>.<domain>, published as the CNAME listed in dns_records, record TRACKING); null: the box\'s own public URL. Used once its record is verified',
+  );
 const dkimKeyType = z
   .enum(DKIM_KEY_TYPES, { error: `must be one of ${DKIM_KEY_TYPES.join(', ')}` })
   .describe('rsa: one RSA-2048 key; ed25519: an Ed25519 key (RFC 8463) and an RSA-2048 key beside it, both signing every message');
@@ -15,6 +22,7 @@ export const CreateDomain = z
     region: region.default('eu-west-1'),
     open_tracking: boolean().default(false),
     click_tracking: boolean().default(false),
+    tracking_subdomain: trackingSubdomain.optional(),
     tls_mode: tlsMode.optional().describe('opportunistic (default) or enforced'),
     /** Resend's name for tls_mode (its SDKs send `tls`); tls_mode wins when both are given. */
     tls: tlsMode.optional().describe("Resend's name for tls_mode, accepted for its SDKs; tls_mode wins"),
@@ -30,16 +38,18 @@ export const UpdateDomain = z
     tls_mode: tlsMode.optional(),
     tls: tlsMode.optional().describe("Resend's name for tls_mode, accepted for its SDKs; tls_mode wins"),
     inbound_mode: z.enum(INBOUND_MODES, { error: `must be one of ${INBOUND_MODES.join(', ')}` }).optional(),
+    tracking_subdomain: trackingSubdomain.optional(),
   })
   .transform(({ tls, tls_mode, ...rest }) => ({ ...rest, tls_mode: tls_mode ?? tls }))
-  .refine((v) => v.open_tracking !== undefined || v.click_tracking !== undefined || v.tls_mode !== undefined || v.inbound_mode !== undefined, {
-    message: 'Request body must contain at least one of: open_tracking, click_tracking, tls_mode, inbound_mode',
-  })
+  .refine(
+    (v) => v.open_tracking !== undefined || v.click_tracking !== undefined || v.tls_mode !== undefined || v.inbound_mode !== undefined || v.tracking_subdomain !== undefined,
+    { message: 'Request body must contain at least one of: open_tracking, click_tracking, tls_mode, inbound_mode, tracking_subdomain' },
+  )
   .meta({ id: 'UpdateDomain' });
 
 export const DnsRecord = z
   .object({
-    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX', 'SRV']),
+    record: z.enum(['SPF', 'DKIM', 'DMARC', 'MX', 'SRV', 'TRACKING']),
     type: z.enum(['TXT', 'MX', 'CNAME', 'SRV']),
     name: z.string(),
     value: z.string(),
@@ -106,6 +116,7 @@ export const Domain = z
     region: region,
     open_tracking: z.boolean(),
     click_tracking: z.boolean(),
+    tracking_subdomain: z.string().nullable(),
     tls_mode: tlsMode,
     inbound_mode: z.enum(INBOUND_MODES),
     dkim_key_type: dkimKeyType,

@@ -170,9 +170,9 @@ export const EmailListQuery = z.object({
   tag: z.string().optional(),
   date_from: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
   date_to: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }).optional(),
-  provider: z.string().optional(),
-  country: z.string().optional(),
-  device: z.string().optional(),
+  provider: z.string().optional().describe('emails opened or clicked through this provider (tracking): gmail, apple, outlook, yahoo, thunderbird, other, unknown'),
+  country: z.string().optional().describe('emails opened or clicked from this country (ISO 3166-1 alpha-2, any case; the client address by the offline GeoIP table)'),
+  device: z.string().optional().describe('emails opened or clicked on this device: desktop, mobile, tablet, unknown'),
 });
 
 export const Email = z
@@ -207,6 +207,7 @@ export const Email = z
     sent_at: z.iso.datetime().nullable(),
     delivered_at: z.iso.datetime().nullable(),
     template: z.object({ id: z.string(), version: z.number().int() }).nullable().describe('the template and version the email was rendered from'),
+    broadcast_id: z.string().nullable().describe('the broadcast (bc_…) this email is one recipient’s copy of'),
   })
   .meta({ id: 'Email' });
 
