@@ -94,6 +94,8 @@ export interface Config {
    * null: `https://<MAIL_HOSTNAME>` (a TLS proxy in front of the API port). No trailing slash.
    */
   publicUrl: string | null;
+  /** The OAuth 2.0 authorization server (issue 33; dark-launched): off, every /oauth and OAuth discovery path is 404 and `pat_` tokens are unknown credentials. */
+  oauthEnabled: boolean;
   /** Client networks the box trusts (CIDR blocks; loopback by default): the MX greets them without its pause. */
   trustedNetworks: string[];
   /**
@@ -292,6 +294,11 @@ const FIELDS = [
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
   field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
+  field(
+    'oauthEnabled',
+    'MAIL_OAUTH_ENABLED',
+    z.preprocess((v) => (v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v), z.boolean({ error: 'must be true or false' })),
+  ),
   field(
     'trustedNetworks',
     'MAIL_TRUSTED_NETWORKS',

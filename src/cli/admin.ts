@@ -6,6 +6,9 @@ import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
 import { acknowledgeAlert, listAllAlerts, startDnsCheckRound, createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/index.js';
+import {
+  createOAuthUser, deleteClient, deleteOAuthUser, listClients, listOAuthUsers, OAuthError, registerClient, resetOAuthUserPassword
+} from '../services/platform/index.js';
 import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/sending/index.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
@@ -20,7 +23,14 @@ export const USAGE = `usage: npm run -s admin -- <command>
   keys list --team TEAM_ID
   domains check-dns [--spread-minutes N]   (queue a DNS drift check of every verified domain now, spread over N minutes, default 60)
   alerts list [--team TEAM_ID] [--state open|all] [--limit N]   (newest first; open: not acknowledged; N 1..1000, default 50)
-  alerts ack --team TEAM_ID --id ALERT_ID`;
+  alerts ack --team TEAM_ID --id ALERT_ID
+  oauth clients create --name NAME --redirect-uri URI[,URI…] [--scope "SCOPE …"] [--confidential yes]
+  oauth clients list
+  oauth clients delete --client CLIENT_ID
+  oauth logins create --team TEAM_ID --email EMAIL
+  oauth logins list --team TEAM_ID
+  oauth logins reset-password --email EMAIL
+  oauth logins delete --email EMAIL`;
 
 class UsageError extends Error {}
 
@@ -123,6 +133,33 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
       const team = await getTeam(ctx, required(flags, 'team'));
       return acknowledgeAlert(ctx, team.id, required(flags, 'id'));
     }
+    case 'oauth clients create': {
+      const confidential = flags.confidential === undefined ? false : oneOf(flags.confidential, ['yes', 'no'] as const, 'confidential') === 'yes';
+      const redirectUris = required(flags, 'redirect-uri').split(',').map((u) => u.trim()).filter(Boolean);
+      const { client, clientSecret } = await registerClient(ctx, { name: required(flags, 'name'), redirectUris, scope: flags.scope, confidential, registeredBy: 'operator' });
+      return clientSecret ? { ...client, client_secret: clientSecret } : client;
+    }
+    case 'oauth clients list':
+      return listClients(ctx);
+    case 'oauth clients delete':
+      await deleteClient(ctx, required(flags, 'client'));
+      return { deleted: true };
+    case 'oauth logins create': {
+      const team = await getTeam(ctx, required(flags, 'team'));
+      const email = required(flags, 'email');
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new UsageError('--email must be an email address');
+      const { user, password } = await createOAuthUser(ctx, team.id, email);
+      return { ...user, password };
+    }
+    case 'oauth logins list':
+      return listOAuthUsers(ctx, (await getTeam(ctx, required(flags, 'team'))).id);
+    case 'oauth logins reset-password': {
+      const { user, password } = await resetOAuthUserPassword(ctx, required(flags, 'email'));
+      return { ...user, password };
+    }
+    case 'oauth logins delete':
+      await deleteOAuthUser(ctx, required(flags, 'email'));
+      return { deleted: true };
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
   }
@@ -149,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof UsageError) process.stderr.write(`error: ${err.message}\n${USAGE}\n`);
-    else if (err instanceof AppError || err instanceof ConfigError) process.stderr.write(`error: ${err.message}\n`);
+    else if (err instanceof AppError || err instanceof ConfigError || err instanceof OAuthError) process.stderr.write(`error: ${err.message}\n`);
     else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
     return err instanceof UsageError ? 2 : 1;
   } finally {

@@ -13,6 +13,7 @@ import { errorHandler } from './middleware/errors.js';
 import { edgeBodyCap, edgeLimit } from './middleware/edge-limit.js';
 import { applyRateLimit, FixedWindowCounter } from './middleware/rate-limit.js';
 import { koaPath, type Route } from './route.js';
+import { scopeOf } from './scopes.js';
 import { allRoutes } from './routes/index.js';
 
 /** A route that takes a bare JSON array (`arrayBody`) reads it as the object form's list; anything else as it came. */
@@ -21,7 +22,7 @@ const bodyInput = (route: Route, raw: unknown): unknown => (route.arrayBody && A
 function mount(router: Router, app: AppContext, route: Route, rates: FixedWindowCounter | null): void {
   const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
   router[method](koaPath(route.path), async (ctx) => {
-    const principal = await authorise(app, ctx, route.access, route.challenge?.(app));
+    const principal = await authorise(app, ctx, route.access, route.challenge?.(app), scopeOf(route));
     if (rates) applyRateLimit(rates, ctx, route, principal);
     const rawQuery = ctx.query as Record<string, string | string[] | undefined>;
     const body = route.body ? parseBody(route.body, bodyInput(route, await readJsonBody(ctx))) : undefined;

@@ -3,6 +3,8 @@
 import { z } from 'zod';
 import { rateRuleFor } from '../limits/table.js';
 import type { Route } from './route.js';
+import { scopeList, scopeOf } from './scopes.js';
+import { SCOPE_WORDS, SCOPES } from '../services/platform/index.js';
 import { ErrorBody } from './schemas/common.js';
 
 type Json = Record<string, unknown>;
@@ -59,8 +61,9 @@ export function buildOpenApi(routes: Route[], version: string): Json {
       summary: r.summary,
       tags: [r.tag],
       operationId: `${r.method.toLowerCase()}${r.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
-      security: r.access === 'public' ? [] : [{ bearer: [] }],
+      security: r.access === 'public' ? [] : scopeOf(r) === null ? [{ bearer: [] }] : [{ bearer: [] }, ...scopeList(scopeOf(r)).map((s) => ({ oauth2: [s] }))],
       'x-permission': r.access,
+      ...(r.access === 'public' ? {} : { 'x-oauth-scope': scopeOf(r) }),
       parameters,
       responses,
     };
@@ -78,7 +81,22 @@ export function buildOpenApi(routes: Route[], version: string): Json {
     info: { title: 'Mail appliance API', version: API_VERSION, 'x-appliance-version': version },
     servers: [{ url: '/' }],
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key: sk_live_… or sk_test_…' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'API key (sk_live_… or sk_test_…), or an OAuth access token (pat_…) checked against the operation’s scope' },
+        oauth2: {
+          type: 'oauth2',
+          description:
+            'OAuth 2.0 authorization code with PKCE (S256), when the operator enables it (MAIL_OAUTH_ENABLED). An operation lists the scopes that open it (any one); x-oauth-scope null: API keys only',
+          flows: {
+            authorizationCode: {
+              authorizationUrl: '/oauth/authorize',
+              tokenUrl: '/oauth/token',
+              refreshUrl: '/oauth/token',
+              scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_WORDS[s]])),
+            },
+          },
+        },
+      },
       schemas: { Error: schema(ErrorBody, 'output') },
     },
     paths,

@@ -4,6 +4,7 @@ import type Koa from 'koa';
 import type { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Principal } from '../services/platform/index.js';
+import type { ScopeNeed } from './scopes.js';
 
 /** public: no credential; sending_access: any key; full_access: full_access keys only. */
 export type Access = 'public' | 'sending_access' | 'full_access';
@@ -29,6 +30,8 @@ export interface RouteDef<B extends z.ZodType | undefined, Q extends z.ZodType |
   summary: string;
   tag: string;
   access: A;
+  /** The OAuth scope an access token needs here; when absent, the one table in `scopes.ts` says (by path). */
+  scope?: ScopeNeed;
   body?: B;
   query?: Q;
   /** Documents Form A paging parameters (page, per_page, limit). */
@@ -55,6 +58,7 @@ export interface Route {
   summary: string;
   tag: string;
   access: Access;
+  scope?: ScopeNeed;
   body?: z.ZodType;
   query?: z.ZodType;
   paged?: boolean;

@@ -13,8 +13,8 @@ import { publicBaseUrl } from '../services/platform/index.js';
 import type { Principal } from '../services/platform/index.js';
 import { createMcpServer } from './server.js';
 
-/** RFC 9728: where an MCP client finds the authorization server (served by the OAuth server when it is on). */
-export const resourceMetadataUrl = (app: AppContext) => `${publicBaseUrl(app)}/.well-known/oauth-protected-resource`;
+/** RFC 9728: where an MCP client finds the authorization server (served by the OAuth server when it is on): the document of /mcp, whose `resource` is the /mcp URL a client checks it against (RFC 9728 3.3). */
+export const resourceMetadataUrl = (app: AppContext) => `${publicBaseUrl(app)}/.well-known/oauth-protected-resource/mcp`;
 
 /** The request headers the transport reads. */
 const PASSED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id', 'user-agent'];

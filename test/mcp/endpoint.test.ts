@@ -12,7 +12,7 @@ import { createOtherTeam, startTestApp } from '../helpers/app.js';
 import { connectMcp } from './support.js';
 
 const PUBLIC_URL = 'https://mail.example.com';
-const CHALLENGE = `Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource"`;
+const CHALLENGE = `Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"`;
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const listTools = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
 

@@ -24,6 +24,7 @@ import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
 import { mcpRoutes } from '../../mcp/endpoint.js';
 import { broadcastRoutes } from './campaigns/broadcasts.js';
+import { oauthRoutes } from './platform/oauth.js';
 
 const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
@@ -48,6 +49,8 @@ documented.push(...mcpRoutes);
 documented.push(...trackingRoutes);
 // Notification channels and alerts (issue 32, part 4).
 documented.push(...channelRoutes);
+// The OAuth 2.0 authorization server and its discovery documents (issue 33; 404 unless MAIL_OAUTH_ENABLED).
+documented.push(...oauthRoutes);
 
 const openApiRoute = defineRoute({
   method: 'GET',

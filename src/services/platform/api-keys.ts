@@ -9,6 +9,8 @@ import { hashSecret } from '../../core/secrets.js';
 import { MINUTE } from '../../core/clock.js';
 import { forgetfulCachePer } from '../../core/forgetful-cache.js';
 import { limitsFor } from './limits.js';
+import { authenticateAccessToken } from './oauth.js';
+import type { Scope } from './oauth-scopes.js';
 
 export const PERMISSIONS = ['full_access', 'sending_access'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -22,7 +24,15 @@ export interface Principal {
   keyId: string;
   permission: Permission;
   mode: KeyMode;
+  /**
+   * Present only for an OAuth access token (`pat_…`): the scopes it was granted, which every route checks (an
+   * API key has none: its permission decides). Then `keyId` is the OAuth grant's id, not an API key's.
+   */
+  scopes?: readonly Scope[];
 }
+
+/** The API key a principal is (null for an OAuth token): what an email records as the key that sent it. */
+export const apiKeyIdOf = (p: Principal): string | null => (p.scopes ? null : p.keyId);
 
 /** What the API shows of a key: never the secret. */
 export interface ApiKeyView {
@@ -179,8 +189,10 @@ const MAX_REMEMBERED_KEYS = 10_000;
 type KeyRow = ApiKeyRow & { plan: Plan };
 const rememberedKeysOf = forgetfulCachePer<AppContext, string, KeyRow | undefined>(AUTH_CACHE_TTL_MS, MAX_REMEMBERED_KEYS, (ctx) => ctx.apiKeyChanges);
 
-/** Resolves a bearer credential to its principal, or null when it is not a live key of any team. */
+/** Resolves a bearer credential (API key, or OAuth access token) to its principal, or null when it is not a live credential. */
 export async function authenticate(ctx: AppContext, token: string): Promise<Principal | null> {
+  // OAuth access tokens (issue 33) are credentials only while the authorization server is switched on.
+  if (token.startsWith('pat_')) return ctx.config.oauthEnabled ? authenticateAccessToken(ctx, token) : null;
   if (!modeOfToken(token)) return null;
   const tokenHash = hashSecret(token);
   const row = await rememberedKeysOf(ctx).get(

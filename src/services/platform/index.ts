@@ -2,7 +2,7 @@
 // limits, sending domains with their DNS records, the event log, health. The lowest area: it imports no other.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export {
-  authenticate, createApiKey, deleteApiKey, type IssuedKey, KEY_MODES, type KeyMode, listApiKeys, modeOfToken,
+  apiKeyIdOf, authenticate, createApiKey, deleteApiKey, type IssuedKey, KEY_MODES, type KeyMode, listApiKeys, modeOfToken,
   newToken, type Permission, PERMISSIONS, type Principal, rotateApiKey
 } from './api-keys.js';
 export {
@@ -18,6 +18,13 @@ export {
 } from './alerts.js';
 export { checkDomainDns, DNS_CHECK_JOB, scheduleDnsChecks, startDnsCheckRound } from './dns-drift.js';
 export { listTeamEvents } from './events.js';
+export {
+  ACCESS_TOKEN_TTL_MS, approveAuthorization, type AuthorizationCheck, type AuthorizationRequest, checkAuthorizationRequest, checkLogin,
+  type ClientCredentials, CODE_TTL_MS, createOAuthUser, deleteClient, deleteOAuthUser, exchangeCode, findClient, listClients,
+  listOAuthUsers, type OAuthClient, OAuthError, type OAuthUser, redirectUriProblem, refreshTokens, REFRESH_TOKEN_TTL_MS, registerClient,
+  resetOAuthUserPassword, revokeToken, type TokenResponse
+} from './oauth.js';
+export { isScope, parseScope, type Scope, SCOPE_WORDS, SCOPES } from './oauth-scopes.js';
 export { checkHealth } from './health.js';
 export { limitsFor, PLAN_LIMITS } from './limits.js';
 export {
