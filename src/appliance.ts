@@ -24,6 +24,7 @@ import { startSubmission, type SubmissionListeners } from './smtp/submission.js'
 import { startPop3, type Pop3Listeners } from './pop3/server.js';
 import { ImapServer } from './imap/server.js';
 import { SummaryCache } from './imap/summary-cache.js';
+import { NetworkList } from './core/trusted-networks.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -107,9 +108,9 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const loginGuards = new SmtpGuards(ctx.clock);
     submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
     ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
-    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
+    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), trustedNetworks: new NetworkList(config.trustedNetworks), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
     ctx.log.info({ listener: 'pop3', address: pop3.pop3.address, port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
-    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: loginGuards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), tls }));
+    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: loginGuards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), trustedNetworks: new NetworkList(config.trustedNetworks), tls }));
     const imapAddress = await imapServer.listen(config.imapPort, config.bind, false);
     const imapsAddress = await imapServer.listen(config.imapsPort, config.bind, true);
     ctx.log.info({ listener: 'imap', address: imapAddress.address, port: imapAddress.port, tlsPort: imapsAddress.port }, 'listening');

@@ -6,6 +6,7 @@
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { Logger } from '../core/logger.js';
+import type { NetworkList } from '../core/trusted-networks.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import { capConnections, ConnectionCaps, endFailedHandshakes, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
@@ -29,6 +30,8 @@ export interface Pop3Options {
   handshakeTimeoutMs?: number;
   /** Connections at once, both listeners together (POP3_LIMITS' figures unless a test says otherwise). */
   connectionCaps?: ConnectionCapLimits;
+  /** Clients that may log in without TLS (MAIL_TRUSTED_NETWORKS); none when absent. */
+  trustedNetworks?: NetworkList;
 }
 
 const TOO_MANY = {
@@ -60,7 +63,7 @@ class Connection {
     private readonly connections: Set<Connection>,
   ) {
     this.socket = socket;
-    this.session = new Pop3Session({ store: opts.store, guards: opts.guards, locks: opts.locks, remoteAddress: socket.remoteAddress ?? '' }, secure, !secure);
+    this.session = new Pop3Session({ store: opts.store, guards: opts.guards, locks: opts.locks, remoteAddress: socket.remoteAddress ?? '', trusted: opts.trustedNetworks?.contains(socket.remoteAddress) ?? false }, secure, !secure);
     connections.add(this);
     this.attach(socket);
     this.write('+OK POP3 ready\r\n');
