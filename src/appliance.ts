@@ -15,7 +15,7 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { deliverWebhook, WebhookSender } from './services/notifications/index.js';
-import { DKIM_RETIRE_JOB, retireDkimKeys } from './services/platform/index.js';
+import { DKIM_RETIRE_JOB, retireDkimKeys, trustLocalDomains } from './services/platform/index.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver, createLocalDelivery, checkMessage, InboundAuthPool, createMailboxDelivery } from './services/inbound/index.js';
 import { cachedLookups } from './dns/cached-lookups.js';
@@ -71,6 +71,8 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
+    // MAIL_LOCAL_DOMAINS: the operator's own domains, trusted (verified by the operator) before any listener opens.
+    await trustLocalDomains(ctx, config.localDomains);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).

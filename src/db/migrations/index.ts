@@ -16,6 +16,7 @@ import * as recipientAddressIndex from './013-recipient-address-index.js';
 import * as audience from './014-audience.js';
 import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
+import * as trustedDomains from './024-trusted-domains.js';
 import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
@@ -41,6 +42,7 @@ export const migrations: Migration[] = [
   { name: '014-audience', ...audience },
   { name: '015-dkim-rotation', ...dkimRotation },
   { name: '017-templates', ...templates },
+  { name: '024-trusted-domains', ...trustedDomains },
   { name: '026-imap-recent', ...imapRecent },
 ];
 

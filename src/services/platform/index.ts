@@ -7,7 +7,7 @@ export {
 } from './api-keys.js';
 export {
   createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
-  REGIONS, TLS_MODES, updateDomain, verifyDomain
+  REGIONS, TLS_MODES, trustDomain, trustLocalDomains, updateDomain, verifyDomain
 } from './domains.js';
 export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
 export {
