@@ -117,6 +117,22 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const imapsAddress = await imapServer.listen(config.imapsPort, config.bind, true);
     ctx.log.info({ listener: 'imap', address: imapAddress.address, port: imapAddress.port, tlsPort: imapsAddress.port }, 'listening');
     const [submissionListeners, pop3Listeners] = [submission, pop3];
+    // GET /metrics: the queue read from the database and the IMAP sessions counted, at scrape time only.
+    ctx.metrics.onScrape(async () => {
+      const now = ctx.clock.now().getTime();
+      const [q] = (await ctx.db('jobs').select(
+        ctx.db.raw("sum(case when state = 'ready' then 1 else 0 end) as ready"),
+        ctx.db.raw("sum(case when state = 'dead' then 1 else 0 end) as dead"),
+        ctx.db.raw("sum(case when state = 'ready' and run_at <= ? then 1 else 0 end) as due", [now]),
+        ctx.db.raw("min(case when state = 'ready' and run_at <= ? then run_at end) as oldest", [now]),
+      )) as Array<{ ready: number | null; dead: number | null; due: number | null; oldest: number | null }>;
+      ctx.metrics.jobsReady.set({ state: 'ready' }, Number(q?.ready ?? 0));
+      ctx.metrics.jobsReady.set({ state: 'dead' }, Number(q?.dead ?? 0));
+      ctx.metrics.jobsDue.set(Number(q?.due ?? 0));
+      ctx.metrics.oldestDue.set(q?.oldest == null ? 0 : Math.max(0, (now - Number(q.oldest)) / 1000));
+      ctx.metrics.sessions.set({ listener: 'imap' }, imapServer.sessionCount);
+      ctx.metrics.sessions.set({ listener: 'pop3' }, pop3Listeners.sessions);
+    });
 
     const server = api;
     let stopping: Promise<void> | undefined;

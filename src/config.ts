@@ -92,6 +92,8 @@ export interface Config {
    * the operator. Lowercase names; empty by default.
    */
   localDomains: string[];
+  /** Bearer token of GET /metrics (Prometheus); null: the endpoint is off (404). */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -255,6 +257,7 @@ const FIELDS = [
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
   field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
+  field('metricsToken', 'MAIL_METRICS_TOKEN', nullable(z.string().min(16, 'must be at least 16 characters'))),
   field(
     'localDomains',
     'MAIL_LOCAL_DOMAINS',

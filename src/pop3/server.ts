@@ -43,6 +43,8 @@ export interface Pop3Listeners {
   pop3: AddressInfo;
   pop3s: AddressInfo;
   locks: MailboxLocks;
+  /** Connections open now, both listeners together (from the TCP accept). */
+  readonly sessions: number;
   close(): Promise<void>;
 }
 
@@ -211,7 +213,15 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   try {
     const pop3 = await listen(plain, opts.bind, opts.port);
     const pop3s = await listen(implicit, opts.bind, opts.securePort);
-    return { pop3, pop3s, locks, close };
+    return {
+      pop3,
+      pop3s,
+      locks,
+      close,
+      get sessions() {
+        return caps.size;
+      },
+    };
   } catch (err) {
     await close();
     throw err;

@@ -5,6 +5,7 @@
 // listener goes under stress past 80% of its SUBMISSION_MAX_CLIENTS (./listener-guard.ts).
 import type { AddressInfo } from 'node:net';
 import { NetworkList } from '../core/trusted-networks.js';
+import { trackSessions } from '../core/metrics.js';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
@@ -235,6 +236,7 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
             if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
             const recipients = session.envelope.rcptTo.map((r) => r.address);
             const result = await submitMessage(ctx, store, who, { recipients, raw });
+            ctx.metrics.smtpMessages.inc({ listener: 'submission' });
             callback(null, `${REPLY.accepted.enhanced} Ok: queued as ${result.id}`);
           } finally {
             shared.buffered.release(client, reserved);
@@ -251,6 +253,7 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     stressIdleTimeoutMs: limits.stressSocketTimeoutMs,
     maxMessageBytes: limits.maxMessageBytes,
   });
+  trackSessions(server.server, ctx.metrics, secure ? 'submissions' : 'submission');
   if (!secure) authOnlyOverTls(server, new NetworkList(ctx.config.trustedNetworks));
   // Authenticated users, not bots to test: greeted at once (smtp-server alone waits 100 ms).
   controlGreeting(server, GREET_AT_ONCE, log);

@@ -8,6 +8,7 @@ import { emailRoutes } from './sending/emails.js';
 import { emailValidationRoutes } from './automation/email-validations.js';
 import { eventRoutes } from './platform/events.js';
 import { healthRoutes } from './platform/health.js';
+import { metricsRoutes } from './platform/metrics.js';
 import { inboundRoutes } from './inbound/inbound.js';
 import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
@@ -21,7 +22,7 @@ import { topicRoutes } from './audience/topics.js';
 import { unsubscribeRoutes } from './audience/unsubscribe.js';
 import { mcpRoutes } from '../../mcp/endpoint.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
+const documented: Route[] = [...healthRoutes, ...metricsRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
 documented.push(...mailboxRoutes);
 // The audience: contacts, contact properties, segments.
