@@ -16,7 +16,7 @@ import type { DnsResolver } from './dns/resolver.js';
 import type { Logger } from './core/logger.js';
 import { DISPATCH_JOB, DispatchWaker, WEBHOOK_DELIVER_JOB } from './events/webhook-dispatcher.js';
 import { ALERT_DISPATCH_JOB, AlertWaker, deliverNotification, deliverWebhook, NOTIFY_DELIVER_JOB, WebhookSender } from './services/notifications/index.js';
-import { checkDomainDns, DKIM_RETIRE_JOB, DNS_CHECK_JOB, retireDkimKeys, scheduleDnsChecks } from './services/platform/index.js';
+import { checkDomainDns, DKIM_RETIRE_JOB, DNS_CHECK_JOB, retireDkimKeys, scheduleDnsChecks, trustLocalDomains } from './services/platform/index.js';
 import { registerCampaignJobs } from './services/campaigns/index.js';
 import { startMxListener, type MxListener } from './smtp/mx.js';
 import { createInboundReceiver, createLocalDelivery, checkMessage, InboundAuthPool, createMailboxDelivery } from './services/inbound/index.js';
@@ -26,6 +26,7 @@ import { startSubmission, type SubmissionListeners } from './smtp/submission.js'
 import { startPop3, type Pop3Listeners } from './pop3/server.js';
 import { ImapServer } from './imap/server.js';
 import { SummaryCache } from './imap/summary-cache.js';
+import { NetworkList } from './core/trusted-networks.js';
 
 export interface ApplianceOptions extends ContextOptions {
   config: Config;
@@ -73,6 +74,8 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
   try {
     const tls = await loadTlsMaterial(config.dataDir, config.hostname, config.tlsCert, config.tlsKey);
     const bootstrap = await bootstrapIfEmpty(ctx);
+    // MAIL_LOCAL_DOMAINS: the operator's own domains, trusted (verified by the operator) before any listener opens.
+    await trustLocalDomains(ctx, config.localDomains);
     mta = opts.mta ?? mtaFromConfig(config, { dns: ctx.dns, log: ctx.log.child({ component: 'mta' }), now: () => ctx.clock.now().getTime() });
     const outbound = mta;
     // Without an injected MTA, the render threads run the SMTP transactions too (render-pool.ts).
@@ -123,13 +126,29 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     const loginGuards = new SmtpGuards(ctx.clock);
     submission = await startSubmission({ ctx, store: ctx.mailstore, guards: loginGuards, tls });
     ctx.log.info({ listener: 'submission', address: submission.submission.address, port: submission.submission.port, tlsPort: submission.submissions.port }, 'listening');
-    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
+    pop3 = await startPop3({ store: ctx.mailstore, guards: loginGuards, tls, log: ctx.log.child({ component: 'pop3' }), trustedNetworks: new NetworkList(config.trustedNetworks), bind: config.bind, port: config.pop3Port, securePort: config.pop3sPort });
     ctx.log.info({ listener: 'pop3', address: pop3.pop3.address, port: pop3.pop3.port, tlsPort: pop3.pop3s.port }, 'listening');
-    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: loginGuards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), tls }));
+    const imapServer = (imap = new ImapServer({ store: ctx.mailstore, guard: loginGuards, log: ctx.log.child({ component: 'imap' }), hostname: config.hostname, version: ctx.version, summaries: new SummaryCache(), trustedNetworks: new NetworkList(config.trustedNetworks), tls }));
     const imapAddress = await imapServer.listen(config.imapPort, config.bind, false);
     const imapsAddress = await imapServer.listen(config.imapsPort, config.bind, true);
     ctx.log.info({ listener: 'imap', address: imapAddress.address, port: imapAddress.port, tlsPort: imapsAddress.port }, 'listening');
     const [submissionListeners, pop3Listeners] = [submission, pop3];
+    // GET /metrics: the queue read from the database and the IMAP sessions counted, at scrape time only.
+    ctx.metrics.onScrape(async () => {
+      const now = ctx.clock.now().getTime();
+      const [q] = (await ctx.db('jobs').select(
+        ctx.db.raw("sum(case when state = 'ready' then 1 else 0 end) as ready"),
+        ctx.db.raw("sum(case when state = 'dead' then 1 else 0 end) as dead"),
+        ctx.db.raw("sum(case when state = 'ready' and run_at <= ? then 1 else 0 end) as due", [now]),
+        ctx.db.raw("min(case when state = 'ready' and run_at <= ? then run_at end) as oldest", [now]),
+      )) as Array<{ ready: number | null; dead: number | null; due: number | null; oldest: number | null }>;
+      ctx.metrics.jobsReady.set({ state: 'ready' }, Number(q?.ready ?? 0));
+      ctx.metrics.jobsReady.set({ state: 'dead' }, Number(q?.dead ?? 0));
+      ctx.metrics.jobsDue.set(Number(q?.due ?? 0));
+      ctx.metrics.oldestDue.set(q?.oldest == null ? 0 : Math.max(0, (now - Number(q.oldest)) / 1000));
+      ctx.metrics.sessions.set({ listener: 'imap' }, imapServer.sessionCount);
+      ctx.metrics.sessions.set({ listener: 'pop3' }, pop3Listeners.sessions);
+    });
 
     const server = api;
     let stopping: Promise<void> | undefined;

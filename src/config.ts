@@ -103,6 +103,14 @@ export interface Config {
    * recently; a client that talks meanwhile is refused (421). 0 greets every client at once. Never on submission.
    */
   mxGreetPauseMs: number;
+  /**
+   * Domains the operator declares theirs (Postfix's virtual domains): at start each is created trusted in the
+   * first team (or an existing one marked trusted): usable for mailboxes and sending at once, shown verified by
+   * the operator. Lowercase names; empty by default.
+   */
+  localDomains: string[];
+  /** Bearer token of GET /metrics (Prometheus); null: the endpoint is off (404). */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -294,6 +302,15 @@ const FIELDS = [
   ),
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
   field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
+  field('metricsToken', 'MAIL_METRICS_TOKEN', nullable(z.string().min(16, 'must be at least 16 characters'))),
+  field(
+    'localDomains',
+    'MAIL_LOCAL_DOMAINS',
+    z.preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean) : v),
+      z.array(z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/, 'must be comma-separated domain names'), { error: 'must be comma-separated domain names' }),
+    ),
+  ),
   field(
     'oauthEnabled',
     'MAIL_OAUTH_ENABLED',

@@ -1,6 +1,7 @@
 // The application context: built once by a composition root (appliance.ts, the admin CLI) and handed
 // down to every service and adapter. No module-level singletons, so a test can build another with a
 // fake clock and a loopback DNS server.
+import { Metrics } from './core/metrics.js';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './core/clock.js';
@@ -37,6 +38,8 @@ export interface AppContext {
    * (services/platform/api-keys.ts, services/platform/teams.ts), so that the keys `authenticate` remembers are forgotten.
    */
   readonly apiKeyChanges: Signal;
+  /** Prometheus metrics (`GET /metrics`): counters incremented where things happen, gauges read at scrape time. */
+  readonly metrics: Metrics;
 }
 
 export interface ContextOptions {
@@ -56,11 +59,13 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   const db = await openDatabase(config.dataDir);
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger(config.logLevel);
+  const metrics = new Metrics();
   return {
     config,
     db,
     clock,
-    dns: opts.dns ?? createResolver(config.dnsServers, config.dnsTimeoutMs),
+    dns: countedResolver(opts.dns ?? createResolver(config.dnsServers, config.dnsTimeoutMs), metrics),
+    metrics,
     log,
     secrets: new SecretBox(loadOrCreateMasterKey(config.dataDir)),
     jobs: new JobQueue(db, clock, log, opts.jobs),
@@ -68,5 +73,24 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     mailstore: createMailStore({ db, clock }),
     domainChanges: new Signal(),
     apiKeyChanges: new Signal(),
+  };
+}
+
+/** The resolver with each look-up counted, and each one the DNS did not answer counted as a failure. */
+function countedResolver(inner: DnsResolver, metrics: Metrics): DnsResolver {
+  const count = <T>(type: string, p: Promise<T>): Promise<T> => {
+    metrics.dnsLookups.inc({ type });
+    return p.catch((err: unknown) => {
+      const code = (err as { code?: unknown })?.code;
+      if (code !== 'ENOTFOUND' && code !== 'ENODATA') metrics.dnsFailures.inc({ type });
+      throw err;
+    });
+  };
+  return {
+    txt: (name) => count('TXT', inner.txt(name)),
+    mx: (name) => count('MX', inner.mx(name)),
+    a: (name) => count('A', inner.a(name)),
+    aaaa: (name) => count('AAAA', inner.aaaa(name)),
+    raw: (name, rrtype) => count(/^[A-Z]{1,10}$/.test(rrtype) ? rrtype : 'other', inner.raw(name, rrtype)),
   };
 }

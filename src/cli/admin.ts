@@ -5,10 +5,11 @@ import { ConfigError, loadConfig, PLANS, type Plan } from '../config.js';
 import { createContext, type AppContext } from '../context.js';
 import { createLogger } from '../core/logger.js';
 import { AppError } from '../core/errors.js';
-import { acknowledgeAlert, listAllAlerts, startDnsCheckRound, createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, getTeam, listTeams, setTeamPlan, type Team } from '../services/platform/index.js';
+import { acknowledgeAlert, listAllAlerts, startDnsCheckRound, createApiKey, listApiKeys, KEY_MODES, PERMISSIONS, type KeyMode, type Permission, createTeamWithKey, createDomain, getTeam, listTeams, REGIONS, setTeamPlan, trustDomain, type Team } from '../services/platform/index.js';
 import {
   createOAuthUser, deleteClient, deleteOAuthUser, listClients, listOAuthUsers, OAuthError, registerClient, resetOAuthUserPassword
 } from '../services/platform/index.js';
+import { backupTo, operatorStatus, restoreFrom } from '../services/housekeeping/index.js';
 import { getHold, getUsage, releaseHold, setNewSenderPause } from '../services/sending/index.js';
 
 export const USAGE = `usage: npm run -s admin -- <command>
@@ -30,7 +31,12 @@ export const USAGE = `usage: npm run -s admin -- <command>
   oauth logins create --team TEAM_ID --email EMAIL
   oauth logins list --team TEAM_ID
   oauth logins reset-password --email EMAIL
-  oauth logins delete --email EMAIL`;
+  oauth logins delete --email EMAIL
+  domains add NAME [--trusted] [--team TEAM_ID]   (--trusted: verified by the operator, usable at once;
+                                                   --team defaults to the box's first team)
+  status                                          listeners, queue, disk, certificate, last DNS check
+  backup --to FILE                                online copy of the database and the master key (one .tar.gz)
+  restore --from FILE [--data-dir DIR]            into an empty data directory (MAIL_DATA_DIR by default)`;
 
 class UsageError extends Error {}
 
@@ -40,6 +46,9 @@ function teamView(team: Team): { team_id: string; name: string; plan: Plan; owne
 }
 
 type Flags = Record<string, string>;
+
+/** Flags that take no value. */
+const SWITCHES = new Set(['--trusted']);
 
 function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
   const words: string[] = [];
@@ -51,6 +60,10 @@ function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
       if (eq > 0) {
         flags[arg.slice(2, eq)] = arg.slice(eq + 1);
       } else {
+        if (SWITCHES.has(arg)) {
+          flags[arg.slice(2)] = 'true';
+          continue;
+        }
         const value = argv[i + 1];
         if (value === undefined || value.startsWith('--')) throw new UsageError(`${arg} needs a value`);
         flags[arg.slice(2)] = value;
@@ -72,6 +85,14 @@ function required(flags: Flags, name: string): string {
 function oneOf<T extends string>(value: string, allowed: readonly T[], name: string): T {
   if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
   return value as T;
+}
+
+/** The box's first team (the bootstrap's on a box set up by `npm start`). */
+async function firstTeam(ctx: AppContext): Promise<Team> {
+  const teams = await listTeams(ctx);
+  const first = [...teams].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))[0];
+  if (!first) throw new UsageError('the box has no team yet: start it once (npm start) or pass --team');
+  return first;
 }
 
 async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unknown> {
@@ -160,7 +181,22 @@ async function run(ctx: AppContext, words: string[], flags: Flags): Promise<unkn
     case 'oauth logins delete':
       await deleteOAuthUser(ctx, required(flags, 'email'));
       return { deleted: true };
+    case 'status':
+      return operatorStatus(ctx);
+    case 'backup':
+      return backupTo(ctx, required(flags, 'to'));
     default:
+      if (words[0] === 'domains' && words[1] === 'add') {
+        const name = words[2];
+        if (!name || words.length > 3) throw new UsageError('domains add needs one domain name');
+        const team = flags.team ? await getTeam(ctx, flags.team) : await firstTeam(ctx);
+        if (flags.trusted === 'true') {
+          const { domain, created } = await trustDomain(ctx, team.id, name);
+          return { team_id: team.id, created, ...domain };
+        }
+        const domain = await createDomain(ctx, team.id, { name, region: REGIONS[0], open_tracking: false, click_tracking: false, tls_mode: 'opportunistic' });
+        return { team_id: team.id, created: true, ...domain };
+      }
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
   }
 }
@@ -179,6 +215,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     const config = loadConfig();
+    // Restore writes into an empty data directory: no context (which would create the database there) is opened.
+    if (words.join(' ') === 'restore') {
+      const result = await restoreFrom(required(flags, 'from'), flags['data-dir'] ?? config.dataDir);
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+      return 0;
+    }
     // Logs go to stderr: stdout carries only the JSON answer.
     ctx = await createContext(config, { logger: createLogger('warn', 2).child({ cli: 'admin' }) });
     const result = await run(ctx, words, flags);

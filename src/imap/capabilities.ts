@@ -1,7 +1,9 @@
-// CAPABILITY by state (RFC 3501 §6.1.1, §7.2.1): STARTTLS and LOGINDISABLED before TLS, AUTH=PLAIN after;
+// CAPABILITY by state (RFC 3501 §6.1.1, §7.2.1): STARTTLS and LOGINDISABLED before TLS, AUTH=PLAIN after
+// (or at once for a client on MAIL_TRUSTED_NETWORKS, which may log in without TLS, as Dovecot's
+// login_trusted_networks);
 // APPENDLIMIT once logged in (RFC 7889 §2: the limit APPEND has then; before login no APPEND is possible).
 import { MAX_APPEND_LITERAL_BYTES } from './protocol/limits.js';
-import type { Session } from './session.js';
+import type { ClientChannel, Session } from './session.js';
 
 export const EXTENSIONS = [
   'LITERAL+', // RFC 7888
@@ -25,10 +27,15 @@ export const EXTENSIONS = [
 export function capabilities(session: Session): string[] {
   const caps = ['IMAP4rev1', ...EXTENSIONS];
   if (session.state === 'not-authenticated') {
-    if (session.client.secure) caps.push('AUTH=PLAIN');
-    else caps.push('STARTTLS', 'LOGINDISABLED');
+    if (!session.client.secure) caps.push('STARTTLS');
+    caps.push(passwordsAllowed(session.client) ? 'AUTH=PLAIN' : 'LOGINDISABLED');
   } else {
     caps.push(`APPENDLIMIT=${MAX_APPEND_LITERAL_BYTES}`);
   }
   return caps;
+}
+
+/** Whether LOGIN and AUTHENTICATE PLAIN are accepted: over TLS, or in clear from a trusted network. */
+export function passwordsAllowed(client: ClientChannel): boolean {
+  return client.secure || client.trusted;
 }

@@ -31,6 +31,7 @@ export interface ConnectionOptions {
 
 export class ImapConnection implements ClientChannel {
   secure: boolean;
+  readonly trusted: boolean;
   readonly remoteAddress: string;
   private socket: net.Socket;
   private readonly reader: CommandReader;
@@ -64,6 +65,7 @@ export class ImapConnection implements ClientChannel {
     this.socket = socket;
     this.secure = secure;
     this.remoteAddress = socket.remoteAddress ?? 'unknown';
+    this.trusted = deps.trustedNetworks?.contains(socket.remoteAddress) ?? false;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.session = new Session(deps, this);
     this.session.onRevoked = () => void this.bye('Mailbox deleted');

@@ -4,6 +4,7 @@
 // when no FETCH/STORE/SEARCH (or their UID forms) is running. Handlers see this class through its
 // public members; the connection owns the socket.
 import type { Logger } from '../core/logger.js';
+import type { NetworkList } from '../core/trusted-networks.js';
 import type { Change, FolderIndex, MailboxAccount, MailStore, MessageMeta, ShareAccess } from '../mailstore/types.js';
 import { FOLDER_DELIMITER } from '../mailstore/types.js';
 import { resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
@@ -24,6 +25,8 @@ export interface SessionDeps {
   hostname: string;
   version: string;
   summaries: SummaryCache;
+  /** Clients that may log in without TLS (MAIL_TRUSTED_NETWORKS); none when absent. */
+  trustedNetworks?: NetworkList;
 }
 
 /** A mailbox name resolved to a folder of some account (the user's own, or one shared with them). */
@@ -45,6 +48,8 @@ export interface ClientChannel {
   /** Peer address (failed-login accounting). */
   remoteAddress: string;
   secure: boolean;
+  /** On MAIL_TRUSTED_NETWORKS: may log in without TLS. */
+  trusted: boolean;
 }
 
 /** RFC 2342: the shared-namespace prefix for mailboxes other accounts share with this one. */

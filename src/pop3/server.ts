@@ -6,6 +6,7 @@
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { Logger } from '../core/logger.js';
+import type { NetworkList } from '../core/trusted-networks.js';
 import type { TlsMaterial } from '../core/key-material.js';
 import { capConnections, ConnectionCaps, endFailedHandshakes, refuseSilently, refuseWith, type ConnectionCapLimits } from '../core/listener-limits.js';
 import type { SmtpGuards } from '../limits/smtp-guards.js';
@@ -29,6 +30,8 @@ export interface Pop3Options {
   handshakeTimeoutMs?: number;
   /** Connections at once, both listeners together (POP3_LIMITS' figures unless a test says otherwise). */
   connectionCaps?: ConnectionCapLimits;
+  /** Clients that may log in without TLS (MAIL_TRUSTED_NETWORKS); none when absent. */
+  trustedNetworks?: NetworkList;
 }
 
 const TOO_MANY = {
@@ -40,6 +43,8 @@ export interface Pop3Listeners {
   pop3: AddressInfo;
   pop3s: AddressInfo;
   locks: MailboxLocks;
+  /** Connections open now, both listeners together (from the TCP accept). */
+  readonly sessions: number;
   close(): Promise<void>;
 }
 
@@ -60,7 +65,7 @@ class Connection {
     private readonly connections: Set<Connection>,
   ) {
     this.socket = socket;
-    this.session = new Pop3Session({ store: opts.store, guards: opts.guards, locks: opts.locks, remoteAddress: socket.remoteAddress ?? '' }, secure, !secure);
+    this.session = new Pop3Session({ store: opts.store, guards: opts.guards, locks: opts.locks, remoteAddress: socket.remoteAddress ?? '', trusted: opts.trustedNetworks?.contains(socket.remoteAddress) ?? false }, secure, !secure);
     connections.add(this);
     this.attach(socket);
     this.write('+OK POP3 ready\r\n');
@@ -208,7 +213,15 @@ export async function startPop3(opts: Pop3Options): Promise<Pop3Listeners> {
   try {
     const pop3 = await listen(plain, opts.bind, opts.port);
     const pop3s = await listen(implicit, opts.bind, opts.securePort);
-    return { pop3, pop3s, locks, close };
+    return {
+      pop3,
+      pop3s,
+      locks,
+      close,
+      get sessions() {
+        return caps.size;
+      },
+    };
   } catch (err) {
     await close();
     throw err;

@@ -33,6 +33,8 @@ export interface SessionDeps {
   locks: MailboxLocks;
   /** The peer, for the failed-login guard and logs. */
   remoteAddress: string;
+  /** The peer is on MAIL_TRUSTED_NETWORKS: USER/PASS and AUTH PLAIN are accepted without TLS. */
+  trusted?: boolean;
 }
 
 export type State = 'authorization' | 'transaction' | 'update';
@@ -105,19 +107,19 @@ export class Pop3Session {
         if (!this.canStartTls || this.secure) return { out: errLine('TLS is already active'), bad: true };
         return { out: okLine('Begin TLS negotiation'), startTls: true };
       case 'USER':
-        if (!this.secure) return { out: errLine(RESP.tlsFirst) };
+        if (!this.passwordsAllowed) return { out: errLine(RESP.tlsFirst) };
         this.user = cmd.name;
         return { out: okLine('Send your password') };
       case 'PASS': {
-        if (!this.secure) return { out: errLine(RESP.tlsFirst) };
+        if (!this.passwordsAllowed) return { out: errLine(RESP.tlsFirst) };
         const user = this.user;
         this.user = null; // RFC 1939 §7: after a failed PASS, USER starts again
         if (user === null) return { out: errLine('Send USER first'), bad: true };
         return { out: await this.login(user, cmd.password) };
       }
       case 'AUTH':
-        if (cmd.mechanism === null) return { out: this.secure ? multiLine('SASL mechanisms follow', ['PLAIN']) : multiLine('SASL mechanisms follow', []) };
-        if (!this.secure) return { out: errLine(RESP.tlsFirst) };
+        if (cmd.mechanism === null) return { out: this.passwordsAllowed ? multiLine('SASL mechanisms follow', ['PLAIN']) : multiLine('SASL mechanisms follow', []) };
+        if (!this.passwordsAllowed) return { out: errLine(RESP.tlsFirst) };
         if (cmd.mechanism !== 'PLAIN') return { out: errLine('Unsupported SASL mechanism'), bad: true };
         if (cmd.initial === null) return { out: '+ \r\n', awaitingAuth: true };
         return this.saslPlain(cmd.initial === '=' ? '' : cmd.initial);
@@ -217,11 +219,16 @@ export class Pop3Session {
     this.state = 'update';
   }
 
+  /** Passwords are taken over TLS, or in clear from a trusted network (Dovecot's login_trusted_networks). */
+  private get passwordsAllowed(): boolean {
+    return this.secure || this.deps.trusted === true;
+  }
+
   private capabilities(): string[] {
     const caps = ['TOP', 'UIDL', 'RESP-CODES', 'AUTH-RESP-CODE', 'PIPELINING', 'EXPIRE NEVER', 'IMPLEMENTATION mail-appliance'];
     if (this.state === 'authorization') {
-      if (this.secure) caps.push('USER', 'SASL PLAIN');
-      else if (this.canStartTls) caps.push('STLS');
+      if (!this.secure && this.canStartTls) caps.push('STLS');
+      if (this.passwordsAllowed) caps.push('USER', 'SASL PLAIN');
     }
     return caps;
   }

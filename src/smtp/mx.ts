@@ -20,6 +20,7 @@ import type { MailStore } from '../mailstore/types.js';
 import { asciiDomainAddress } from '../core/address.js';
 import { ByteBudget, capConnections, ConnectionCaps, readBudgeted, refuseWith } from '../core/listener-limits.js';
 import { NetworkList } from '../core/trusted-networks.js';
+import { trackSessions } from '../core/metrics.js';
 import { controlGreeting, mxGreetPolicy, PassedClients } from './greet-pause.js';
 import { guardListener, SIZE_EXCEEDED, STRESS_IDLE_TIMEOUT_MS } from './listener-guard.js';
 import { routeRecipient, type RecipientRoute, type InboundReceiver, type Notices, MailboxFullError } from '../services/inbound/index.js';
@@ -192,7 +193,10 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
     },
     onData(stream, session, callback) {
       const work = handleData(stream, session).then(
-        (reply) => callback(null, reply),
+        (reply) => {
+          ctx.metrics.smtpMessages.inc({ listener: 'mx' });
+          callback(null, reply);
+        },
         (err: unknown) => {
           if (err instanceof Error && 'responseCode' in err) return callback(err);
           if (err instanceof MailboxFullError) return callback(smtpError(MX_REPLIES.mailboxFull));
@@ -209,6 +213,7 @@ export async function startMxListener(ctx: AppContext, opts: MxOptions): Promise
   // smtp-server's maxClients caps the total; this cap is per client address (an IPv6 /64), from the TCP accept.
   const { code, text } = MX_REPLIES.tooManyConnections;
   capConnections(server.server, new ConnectionCaps({ total: Number.POSITIVE_INFINITY, perClient: limits.maxConnectionsPerIp }), refuseWith(`${code} ${text}\r\n`), gauge);
+  trackSessions(server.server, ctx.metrics, 'mx');
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);

@@ -4,6 +4,8 @@
 // REPLY. The listener never throws into smtp-server: an unexpected error is logged and answered 451. Each
 // listener goes under stress past 80% of its SUBMISSION_MAX_CLIENTS (./listener-guard.ts).
 import type { AddressInfo } from 'node:net';
+import { NetworkList } from '../core/trusted-networks.js';
+import { trackSessions } from '../core/metrics.js';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.js';
 import type { TlsMaterial } from '../core/key-material.js';
@@ -114,7 +116,9 @@ interface Shared {
 interface SmtpConnectionInternals {
   _socket: unknown;
   secure: boolean;
+  remoteAddress: string;
   handler_EHLO(command: Buffer, callback: () => void): void;
+  handler_AUTH(command: Buffer, callback: () => void): void;
 }
 
 /**
@@ -123,19 +127,34 @@ interface SmtpConnectionInternals {
  * every EHLO answer; for each connection of the plain listener, its EHLO handler runs with no AUTH
  * methods while the session is not yet TLS (the handler is synchronous, so the shared options list is
  * swapped only for that call). After STARTTLS the client's new EHLO lists `AUTH PLAIN LOGIN`.
+ *
+ * A client on MAIL_TRUSTED_NETWORKS (Dovecot's login_trusted_networks) is the exception, decided here and
+ * only here: its EHLO lists AUTH at once and its AUTH runs with smtp-server's `allowInsecureAuth` on for
+ * that one call (the 538 check is the handler's first, synchronous step), so it may log in without TLS.
  */
-function authOnlyOverTls(server: SMTPServer): void {
-  const internals = server as unknown as { options: { authMethods: string[] } };
+function authOnlyOverTls(server: SMTPServer, trusted: NetworkList): void {
+  const internals = server as unknown as { options: { authMethods: string[]; allowInsecureAuth: boolean } };
   eachConnection<SmtpConnectionInternals>(server, (connection) => {
+    const isTrusted = trusted.contains(connection.remoteAddress);
     const ehlo = connection.handler_EHLO.bind(connection);
     connection.handler_EHLO = (command, callback) => {
-      if (connection.secure) return ehlo(command, callback);
+      if (connection.secure || isTrusted) return ehlo(command, callback);
       const methods = internals.options.authMethods;
       internals.options.authMethods = [];
       try {
         ehlo(command, callback);
       } finally {
         internals.options.authMethods = methods;
+      }
+    };
+    if (!isTrusted) return;
+    const auth = connection.handler_AUTH.bind(connection);
+    connection.handler_AUTH = (command, callback) => {
+      internals.options.allowInsecureAuth = true;
+      try {
+        auth(command, callback);
+      } finally {
+        internals.options.allowInsecureAuth = false;
       }
     };
   });
@@ -217,6 +236,7 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
             if (!who) throw new SmtpReply(REPLY.notAuthorised, 'Authentication required');
             const recipients = session.envelope.rcptTo.map((r) => r.address);
             const result = await submitMessage(ctx, store, who, { recipients, raw });
+            ctx.metrics.smtpMessages.inc({ listener: 'submission' });
             callback(null, `${REPLY.accepted.enhanced} Ok: queued as ${result.id}`);
           } finally {
             shared.buffered.release(client, reserved);
@@ -233,7 +253,8 @@ function createServer(opts: SubmissionOptions, secure: boolean, shared: Shared):
     stressIdleTimeoutMs: limits.stressSocketTimeoutMs,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  if (!secure) authOnlyOverTls(server);
+  trackSessions(server.server, ctx.metrics, secure ? 'submissions' : 'submission');
+  if (!secure) authOnlyOverTls(server, new NetworkList(ctx.config.trustedNetworks));
   // Authenticated users, not bots to test: greeted at once (smtp-server alone waits 100 ms).
   controlGreeting(server, GREET_AT_ONCE, log);
   capConnections(server.server, shared.caps, secure ? refuseSilently : refuseWith('421 4.7.0 Too many connections from your address, try again later\r\n'), gauge);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { message, PASSWORD, session, setupImap } from './setup.js';
 
 t.test('raw protocol', async (t) => {
-  const f = await setupImap(t);
+  const f = await setupImap(t, { config: { trustedNetworks: [] } }); // an untrusted client (loopback is trusted by default)
   const bob = await f.account('bob');
   const alice = await f.account('alice');
   const body = 'Hello raw world\r\nsecond line\r\n';

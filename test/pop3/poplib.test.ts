@@ -49,7 +49,7 @@ interface Session {
 }
 
 t.test('poplib: STLS on the plain port and implicit TLS', async (t) => {
-  const f = await pop3Fixture(t);
+  const f = await pop3Fixture(t, { trustedNetworks: [] }); // an untrusted client (loopback is trusted by default)
   const { ports } = f.app.appliance;
   const alice = await f.mailbox('alice');
   await f.deliver(alice, message('First', 'Line one.\r\n.starts with a dot\r\n'));

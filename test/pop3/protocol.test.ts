@@ -48,7 +48,7 @@ t.test('codec: SASL PLAIN and message bodies', async (t) => {
 });
 
 t.test('over raw sockets', async (t) => {
-  const f = await pop3Fixture(t);
+  const f = await pop3Fixture(t, { trustedNetworks: [] }); // an untrusted client (loopback is trusted by default)
   const { ports } = f.app.appliance;
   const bob = await f.mailbox('bob');
   await f.deliver(bob, Buffer.from('From: x@else.example\nSubject: Bare LF\n\n.leading dot\nnext\n..two dots\n', 'latin1'));
@@ -229,7 +229,7 @@ t.test('over raw sockets', async (t) => {
 });
 
 t.test('idle timeout closes the connection without applying deletions', async (t) => {
-  const f = await pop3Fixture(t);
+  const f = await pop3Fixture(t, { trustedNetworks: [] }); // an untrusted client (loopback is trusted by default)
   const dave = await f.mailbox('dave');
   await f.deliver(dave, message('Keep me'));
   const { ctx, tls } = f.app.appliance;

@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import type { Test } from 'tap';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { Config } from '../../src/config.js';
 
 export interface Pop3Fixture {
   app: TestApp;
@@ -21,8 +22,9 @@ export function message(subject: string, body = 'Hello.\r\n'): string {
   return `From: sender@else.example\r\nTo: someone@pop.example\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@else.example>\r\n\r\n${body}`;
 }
 
-export async function pop3Fixture(t: Test): Promise<Pop3Fixture> {
-  const app = await startTestApp(t);
+/** `config` over the test defaults, e.g. `{ trustedNetworks: [] }` to speak as an untrusted client from loopback. */
+export async function pop3Fixture(t: Test, config: Partial<Config> = {}): Promise<Pop3Fixture> {
+  const app = await startTestApp(t, { config });
   const created = await app.request<{ id: string }>('POST', '/domains', { body: { name: 'pop.example' } });
   if (created.status !== 201) throw new Error(created.text);
   const store = app.appliance.ctx.mailstore;

@@ -4,6 +4,7 @@ import type { Test } from 'tap';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { Config } from '../../src/config.js';
 import { startDns, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
@@ -24,12 +25,13 @@ export interface SubmissionFixture {
 
 export const ALICE = { user: 'alice@acme.example', pass: 'alice-password' };
 
-export async function submissionFixture(t: Test): Promise<SubmissionFixture> {
+/** `config` over the test defaults, e.g. `{ trustedNetworks: [] }` to speak as an untrusted client from loopback. */
+export async function submissionFixture(t: Test, config: Partial<Config> = {}): Promise<SubmissionFixture> {
   const dns = await startDns();
   t.teardown(() => dns.stop());
   const sink = await startSmtpSink({ starttls: true });
   t.teardown(() => sink.close());
-  const app = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port } });
+  const app = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port, ...config } });
   const domain = await addVerifiedDomain(app, dns, 'acme.example');
   dns.set('MX', 'dest.example', [{ exchange: 'mx.dest.example', priority: 10 }]);
   dns.set('A', 'mx.dest.example', ['127.0.0.1']);

@@ -24,7 +24,7 @@ interface Detail {
 const errorOf = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as { responseCode?: number; response?: string });
 
 t.test('SMTP submission', async (t) => {
-  const f = await submissionFixture(t);
+  const f = await submissionFixture(t, { trustedNetworks: [], mxGreetPauseMs: 0 }); // an untrusted client (loopback is trusted by default)
   const { app, sink } = f;
   const { ports, ctx } = app.appliance;
   const detail = (id: string) => app.request<Detail>('GET', `/emails/${id}`).then((r) => r.body);

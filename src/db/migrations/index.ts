@@ -21,6 +21,7 @@ import * as broadcasts from './019-broadcasts.js';
 import * as oauth from './020-oauth.js';
 import * as workflows from './022-workflows.js';
 import * as notificationChannels from './023-notification-channels.js';
+import * as trustedDomains from './024-trusted-domains.js';
 import * as imapRecent from './026-imap-recent.js';
 
 export interface Migration {
@@ -51,6 +52,7 @@ export const migrations: Migration[] = [
   { name: '020-oauth', ...oauth },
   { name: '022-workflows', ...workflows },
   { name: '023-notification-channels', ...notificationChannels },
+  { name: '024-trusted-domains', ...trustedDomains },
   { name: '026-imap-recent', ...imapRecent },
 ];
 

@@ -9,6 +9,7 @@ import { emailValidationRoutes } from './automation/email-validations.js';
 import { workflowRoutes } from './automation/workflows.js';
 import { eventRoutes } from './platform/events.js';
 import { healthRoutes } from './platform/health.js';
+import { metricsRoutes } from './platform/metrics.js';
 import { inboundRoutes } from './inbound/inbound.js';
 import { dmarcReportRoutes } from './inbound/dmarc-reports.js';
 import { mailboxRoutes } from './mailboxes/mailboxes.js';
@@ -26,7 +27,7 @@ import { mcpRoutes } from '../../mcp/endpoint.js';
 import { broadcastRoutes } from './campaigns/broadcasts.js';
 import { oauthRoutes } from './platform/oauth.js';
 
-const documented: Route[] = [...healthRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
+const documented: Route[] = [...healthRoutes, ...metricsRoutes, ...emailRoutes, ...apiKeyRoutes, ...domainRoutes, ...eventRoutes, ...webhookRoutes, ...usageRoutes, ...inboundRoutes, ...dmarcReportRoutes];
 // Mailboxes API (issue 5); aliases are declared before /mailboxes/{id} inside the list.
 documented.push(...mailboxRoutes);
 // The audience: contacts, contact properties, segments.

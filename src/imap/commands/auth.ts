@@ -1,10 +1,10 @@
 // tag STARTTLS (RFC 3501 §6.2.1) | tag LOGIN user pass (§6.2.3) | tag AUTHENTICATE PLAIN [initial] (§6.2.2,
-// RFC 4616, SASL-IR RFC 4959). Credentials are accepted only over TLS; failed logins count against the
+// RFC 4616, SASL-IR RFC 4959). Credentials are accepted only over TLS (or in clear from MAIL_TRUSTED_NETWORKS); failed logins count against the
 // IP and the user name in the guard shared with SMTP submission.
 import { bad, no, NOT_AUTH, ok, type CommandSpec, type Result } from './types.js';
 import { MAX_AUTH_FAILURES } from '../protocol/limits.js';
 import type { Session } from '../session.js';
-import { capabilities } from '../capabilities.js';
+import { capabilities, passwordsAllowed } from '../capabilities.js';
 
 export const STARTTLS: CommandSpec<'STARTTLS'> = {
   states: NOT_AUTH,
@@ -37,7 +37,7 @@ export const LOGIN: CommandSpec<'LOGIN'> = {
   states: NOT_AUTH,
   updates: 'none',
   async handle(s, cmd) {
-    if (!s.client.secure) return no('Use STARTTLS first', 'PRIVACYREQUIRED');
+    if (!passwordsAllowed(s.client)) return no('Use STARTTLS first', 'PRIVACYREQUIRED');
     return tryLogin(s, cmd.user, cmd.password);
   },
 };
@@ -57,7 +57,7 @@ export const AUTHENTICATE: CommandSpec<'AUTHENTICATE'> = {
   updates: 'none',
   async handle(s, cmd) {
     if (cmd.mechanism !== 'PLAIN') return no(`Unsupported mechanism ${cmd.mechanism}`, 'CANNOT');
-    if (!s.client.secure) return no('Use STARTTLS first', 'PRIVACYREQUIRED');
+    if (!passwordsAllowed(s.client)) return no('Use STARTTLS first', 'PRIVACYREQUIRED');
     let response = cmd.initial;
     if (response === null) {
       response = await s.client.continuation('');

@@ -3,3 +3,5 @@
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { bootstrapIfEmpty, type BootstrapResult } from './bootstrap.js';
 export { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './retention.js';
+export { backupTo, type BackupResult, restoreFrom } from './backup.js';
+export { operatorStatus, type OperatorStatus } from './status.js';

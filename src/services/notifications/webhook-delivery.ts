@@ -178,7 +178,7 @@ export function secretsInForce(
 /** Sends one attempt of a delivery (no bookkeeping). */
 export async function sendAttempt(ctx: AppContext, sender: WebhookSender | null, hook: WebhookRow, delivery: Pick<DeliveryRow, 'id' | 'payload' | 'event_type'>): Promise<WebhookResponse> {
   const at = ctx.clock.now();
-  return postWebhook({
+  const res = await postWebhook({
     url: hook.url,
     body: delivery.payload,
     headers: {
@@ -194,6 +194,9 @@ export async function sendAttempt(ctx: AppContext, sender: WebhookSender | null,
     dns: ctx.dns,
     agents: sender?.agents,
   });
+  const code = res.statusCode;
+  ctx.metrics.webhookAttempts.inc({ result: code === null ? 'no_response' : code >= 200 && code < 300 ? 'success' : `http_${Math.floor(code / 100)}xx` });
+  return res;
 }
 
 export type AttemptMode = 'auto' | 'manual';

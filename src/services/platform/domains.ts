@@ -22,11 +22,19 @@ export type TlsMode = (typeof TLS_MODES)[number];
 export const INBOUND_MODES = ['none', 'webhook', 'mailbox_then_webhook', 'mailbox_and_webhook'] as const;
 export type InboundMode = (typeof INBOUND_MODES)[number];
 export type DomainStatus = 'pending' | 'verified' | 'failed';
+/**
+ * Who verified a domain: `dns` (its records were found) or `operator` (a trusted domain, declared by the box's
+ * operator with MAIL_LOCAL_DOMAINS or `admin domains add --trusted`: verified from its creation, its records
+ * still checked and shown, its status not moved by them). Null while a DNS domain is not verified.
+ */
+export type Verification = 'dns' | 'operator' | null;
 
 export interface Domain {
   id: string;
   name: string;
   status: DomainStatus;
+  /** Who verified it (Verification). */
+  verification: Verification;
   region: string;
   open_tracking: boolean;
   click_tracking: boolean;
@@ -108,6 +116,8 @@ export interface DomainRow {
   tls_mode: TlsMode;
   inbound_mode?: InboundMode;
   tracking_subdomain?: string | null;
+  /** Declared by the operator (migration 024); absent in rows read by older code paths. */
+  trusted?: number | boolean;
   record_status: string;
   verified_at: string | null;
   last_checked_at: string | null;
@@ -258,6 +268,7 @@ function toDomain(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): Domain
     id: row.id,
     name: row.name,
     status: row.status,
+    verification: row.trusted ? 'operator' : row.status === 'verified' ? 'dns' : null,
     region: row.region,
     open_tracking: Boolean(row.open_tracking),
     click_tracking: Boolean(row.click_tracking),
@@ -288,7 +299,12 @@ export async function domainView(ctx: AppContext, q: Queryable, row: DomainRow):
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test(String((err as Error)?.message));
 
-export async function createDomain(ctx: AppContext, teamId: string, input: CreateDomainInput): Promise<Domain> {
+/**
+ * `trusted`: the operator declares the domain theirs (admin CLI, MAIL_LOCAL_DOMAINS; never the API): it is verified at
+ * once, `domain.created` then `domain.verified` (with `verification: "operator"`) are recorded together.
+ */
+export async function createDomain(ctx: AppContext, teamId: string, input: CreateDomainInput, opts: { trusted?: boolean } = {}): Promise<Domain> {
+  const trusted = opts.trusted === true;
   const name = normaliseDomainName(input.name);
   if (!name) throw badRequest('name: must be a valid domain name');
   const trackingSubdomain = trackingSubdomainOf(input.tracking_subdomain);
@@ -308,14 +324,15 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
         id,
         team_id: teamId,
         name,
-        status: 'pending',
+        status: trusted ? 'verified' : 'pending',
+        trusted,
         region: input.region,
         open_tracking: input.open_tracking,
         click_tracking: input.click_tracking,
         tls_mode: input.tls_mode,
         tracking_subdomain: trackingSubdomain,
         record_status: '{}',
-        verified_at: null,
+        verified_at: trusted ? at.toISOString() : null,
         last_checked_at: null,
         created_at: at.toISOString(),
         updated_at: at.toISOString(),
@@ -324,6 +341,7 @@ export async function createDomain(ctx: AppContext, teamId: string, input: Creat
       await trx('dkim_keys').insert(keys);
       const domain = toDomain(row, keys, ctx.config);
       await recordEvent(trx, at, teamId, 'domain.created', domain as unknown as Record<string, unknown>);
+      if (trusted) await recordEvent(trx, at, teamId, 'domain.verified', domain as unknown as Record<string, unknown>);
       return domain;
     }));
   } catch (err) {
@@ -473,6 +491,8 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
     const watched = record.record === 'SPF' || (record.record === 'MX' && (row.inbound_mode ?? 'none') !== 'none');
     if (wasVerified && watched && record.status === 'verified' && status === 'failed') drift.push({ record: record.record, name: record.name, reason });
   }
+  // A trusted domain's records are checked and shown, but the operator's word keeps it verified.
+  if (row.trusted) ok = true;
   const at = ctx.clock.now();
   // A dedicated address: its PTR against the HELO name (a warning, never blocking).
   const dedicated = dedicatedOf(row, ctx.config);
@@ -517,4 +537,42 @@ export async function verifyDomain(ctx: AppContext, teamId: string, id: string):
     }
     return domain;
   }));
+}
+
+/**
+ * Declares `name` trusted (issue 37 §1): created trusted in `teamId` when the box has no such domain, or an existing
+ * domain of that name (any team) marked trusted and verified. Returns the domain and whether it was created.
+ */
+export async function trustDomain(ctx: AppContext, teamId: string, name: string): Promise<{ domain: Domain; created: boolean }> {
+  const ascii = normaliseDomainName(name);
+  if (!ascii) throw badRequest('name: must be a valid domain name');
+  const existing = await ctx.db<DomainRow>('domains').where({ name: ascii }).first();
+  if (!existing) {
+    const domain = await createDomain(ctx, teamId, { name: ascii, region: REGIONS[0], open_tracking: false, click_tracking: false, tls_mode: 'opportunistic' }, { trusted: true });
+    return { domain, created: true };
+  }
+  if (existing.trusted) return { domain: await domainView(ctx, ctx.db, existing), created: false };
+  const at = ctx.clock.now();
+  const domain = await ctx.domainChanges.after(ctx.db.transaction(async (trx) => {
+    const row = await findRow(trx, existing.team_id, existing.id);
+    const next: DomainRow = { ...row, trusted: true, status: 'verified', verified_at: row.status === 'verified' && row.verified_at ? row.verified_at : at.toISOString(), updated_at: at.toISOString() };
+    await trx('domains').where({ id: row.id }).update({ trusted: true, status: next.status, verified_at: next.verified_at, updated_at: next.updated_at });
+    const view = await domainView(ctx, trx, next);
+    await recordEvent(trx, at, row.team_id, 'domain.verified', view as unknown as Record<string, unknown>);
+    return view;
+  }));
+  return { domain, created: false };
+}
+
+/**
+ * MAIL_LOCAL_DOMAINS at start: each name trusted (trustDomain), new ones in the box's first team. Nothing when the
+ * list is empty; an error when there is no team to put them in (the bootstrap makes one on a fresh box).
+ */
+export async function trustLocalDomains(ctx: AppContext, names: readonly string[]): Promise<Domain[]> {
+  if (names.length === 0) return [];
+  const team = await ctx.db<{ id: string }>('teams').orderBy([{ column: 'created_at' }, { column: 'id' }]).first('id');
+  if (!team) throw new Error('MAIL_LOCAL_DOMAINS: the box has no team to add the domains to');
+  const out: Domain[] = [];
+  for (const name of names) out.push((await trustDomain(ctx, team.id, name)).domain);
+  return out;
 }

@@ -7,7 +7,7 @@ export {
 } from './api-keys.js';
 export {
   assignDedicatedIp, createDomain, deleteDomain, getDomain, INBOUND_MODES, type InboundMode, listDomains, normaliseDomainName,
-  REGIONS, releaseDedicatedIp, TLS_MODES, updateDomain, verifyDomain
+  REGIONS, releaseDedicatedIp, TLS_MODES, trustDomain, trustLocalDomains, updateDomain, verifyDomain
 } from './domains.js';
 export { DKIM_KEY_TYPES, type DkimKeyType } from './dkim-keys.js';
 export {

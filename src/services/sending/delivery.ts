@@ -117,6 +117,8 @@ interface WriteSet {
   email: Pick<EmailRow, 'id' | 'status' | 'sent_at' | 'delivered_at' | 'updated_at'>;
   /** The delivery job, when this attempt finished it (nothing deferred): deleted with the outcome. */
   finishedJob: number | null;
+  /** Seconds from acceptance to this first hand-over (mail_delivery_latency_seconds); null when not the first. */
+  latencySeconds: number | null;
   /** Bounces of a blocking kind (spam_block, policy) by receiving provider: counted toward `provider_blocking`. */
   blocks?: Array<{ team_id: string; provider: string }>;
 }
@@ -176,6 +178,12 @@ async function writeOutcomes(ctx: AppContext, trx: Queryable, sets: WriteSet[]):
     ctx.jobs.finishIn(trx, sets.flatMap((s) => (s.finishedJob === null ? [] : [s.finishedJob]))),
     ...blockWrites(trx, ctx.clock.now(), sets),
   ]);
+  // Counted once the statements are written (a failed batch throws above and is retried, then counted).
+  const m = ctx.metrics;
+  for (const s of sets) {
+    for (const r of s.recipients) m.recipientOutcomes.inc({ outcome: r.status, reason: r.bounce_category ?? 'none' });
+    if (s.latencySeconds !== null) m.deliveryLatency.observe(s.latencySeconds);
+  }
 }
 
 function bounceData(o: RecipientOutcome): Record<string, unknown> {
@@ -506,6 +514,7 @@ function outcomeWrites(
       suppressions,
       blocks,
       email: { id: email.id, status: derived, sent_at: anySent ? now : null, delivered_at: anyDelivered ? now : null, updated_at: now },
+      latencySeconds: anySent && !email.sent_at ? Math.max(0, (at.getTime() - Date.parse(email.created_at)) / 1000) : null,
     },
   };
 }

@@ -325,7 +325,9 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
         const resolved = await resolveTemplate(ctx, sender.teamId, input, templateOf);
         const checked = await checkSend(resolved.input, lookup);
-        return await writer({ sender, input: resolved.input, checked, hash, template: resolved.template, afterWrite: options.afterWrite?.(index) });
+        const result = await writer({ sender, input: resolved.input, checked, hash, template: resolved.template, afterWrite: options.afterWrite?.(index) });
+        ctx.metrics.emailsAccepted.inc({ source: 'api' });
+        return result;
       } catch (err) {
         if (err instanceof AppError) return err;
         throw err;

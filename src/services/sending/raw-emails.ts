@@ -94,6 +94,12 @@ function listedAttachments(list: Attachment[]): CheckedSend['checked']['attachme
 
 /** Checks a raw message and hands it to the send path's writer. Throws AppError (400/403/422, or a quota refusal). */
 export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: RawSubmission): Promise<RawSendResult> {
+  const result = await sendRaw(ctx, sender, submission);
+  ctx.metrics.emailsAccepted.inc({ source: 'smtp' });
+  return result;
+}
+
+async function sendRaw(ctx: AppContext, sender: Sender, submission: RawSubmission): Promise<RawSendResult> {
   const { fields, body } = splitHeader(submission.raw);
   const parsed = await simpleParser(submission.raw, { skipImageLinks: true, skipTextToHtml: true });
 

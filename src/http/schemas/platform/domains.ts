@@ -114,6 +114,7 @@ export const Domain = z
     id: z.string(),
     name: z.string(),
     status: z.enum(['pending', 'verified', 'failed']),
+    verification: z.enum(['dns', 'operator']).nullable().meta({ description: 'Who verified the domain: dns (its records were found) or operator (a trusted domain: MAIL_LOCAL_DOMAINS or `admin domains add --trusted`). Null while not verified.' }),
     region: region,
     open_tracking: z.boolean(),
     click_tracking: z.boolean(),

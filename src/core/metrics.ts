@@ -1,0 +1,63 @@
+// Prometheus metrics (issue 37 §2), one registry per appliance (a test process may run two). Counters are
+// incremented where things happen (a few integer adds, no I/O); the queue is read from the database at scrape time
+// by collectors registered with `onScrape`. Names follow Prometheus conventions: `mail_` prefix, units in names,
+// `_total` counters, and bounded labels only (an outcome, a bounce category, a record type: never an address or id).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly collectors: Array<() => Promise<void>> = [];
+
+  readonly emailsAccepted = new Counter({ name: 'mail_emails_accepted_total', help: 'Emails accepted for sending (API, SMTP submission), each counted once', labelNames: ['source'] as const, registers: [this.registry] });
+  readonly recipientOutcomes = new Counter({
+    name: 'mail_recipient_outcomes_total',
+    help: 'Delivery attempt outcomes per recipient: delivered, sent (via relay), bounced, deferred, failed; reason is the bounce category',
+    labelNames: ['outcome', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly deliveryLatency = new Histogram({
+    name: 'mail_delivery_latency_seconds',
+    help: 'From acceptance to the first successful hand-over of an email (delivered or sent to the relay)',
+    buckets: [0.1, 0.5, 1, 2, 5, 15, 60, 300, 1800, 3600, 21600],
+    registers: [this.registry],
+  });
+  readonly dnsLookups = new Counter({ name: 'mail_dns_lookups_total', help: 'DNS look-ups by record type', labelNames: ['type'] as const, registers: [this.registry] });
+  readonly dnsFailures = new Counter({ name: 'mail_dns_lookup_failures_total', help: 'DNS look-ups that got no answer (timeout, SERVFAIL, refused); "no such record" is an answer', labelNames: ['type'] as const, registers: [this.registry] });
+  readonly jobsReady = new Gauge({ name: 'mail_queue_jobs', help: 'Jobs in the durable queue by state (ready: waiting or due; dead: given up)', labelNames: ['state'] as const, registers: [this.registry] });
+  readonly jobsDue = new Gauge({ name: 'mail_queue_due_jobs', help: 'Ready jobs whose run time has come', registers: [this.registry] });
+  readonly oldestDue = new Gauge({ name: 'mail_queue_oldest_due_age_seconds', help: 'How long the oldest due job has been due (0 when none)', registers: [this.registry] });
+  readonly webhookAttempts = new Counter({
+    name: 'mail_webhook_attempts_total',
+    help: 'Webhook delivery attempts by result: success (2xx), http_3xx/4xx/5xx, no_response (timeout, refused, connection error)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly smtpMessages = new Counter({ name: 'mail_smtp_messages_received_total', help: 'Messages received over SMTP by listener (mx, submission)', labelNames: ['listener'] as const, registers: [this.registry] });
+  readonly sessionsOpened = new Counter({ name: 'mail_sessions_opened_total', help: 'Protocol connections accepted by listener', labelNames: ['listener'] as const, registers: [this.registry] });
+  readonly sessions = new Gauge({ name: 'mail_sessions', help: 'Open protocol sessions by listener', labelNames: ['listener'] as const, registers: [this.registry] });
+
+  constructor() {
+    // Event-loop lag, heap and RSS, GC, handles: prom-client's default process metrics, under our prefix.
+    collectDefaultMetrics({ register: this.registry, prefix: 'mail_', eventLoopMonitoringPrecision: 20 });
+  }
+
+  /** `collect` runs before each scrape (gauges read from the database or the listeners). */
+  onScrape(collect: () => Promise<void>): void {
+    this.collectors.push(collect);
+  }
+
+  /** The text exposition format (and its content type). */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    await Promise.all(this.collectors.map((c) => c()));
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Counts a listener's connections: opened (counter) and open now (gauge), from the TCP accept to the close. */
+export function trackSessions(server: { on(event: 'connection', listener: (socket: import('node:net').Socket) => void): unknown }, metrics: Metrics, listener: string): void {
+  server.on('connection', (socket) => {
+    metrics.sessionsOpened.inc({ listener });
+    metrics.sessions.inc({ listener });
+    socket.once('close', () => metrics.sessions.dec({ listener }));
+  });
+}
