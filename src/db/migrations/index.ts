@@ -18,6 +18,7 @@ import * as dkimRotation from './015-dkim-rotation.js';
 import * as templates from './017-templates.js';
 import * as tracking from './018-tracking.js';
 import * as broadcasts from './019-broadcasts.js';
+import * as signupForms from './021-signup-forms.js';
 import * as workflows from './022-workflows.js';
 import * as notificationChannels from './023-notification-channels.js';
 import * as imapRecent from './026-imap-recent.js';
@@ -47,6 +48,7 @@ export const migrations: Migration[] = [
   { name: '017-templates', ...templates },
   { name: '018-tracking', ...tracking },
   { name: '019-broadcasts', ...broadcasts },
+  { name: '021-signup-forms', ...signupForms },
   { name: '022-workflows', ...workflows },
   { name: '023-notification-channels', ...notificationChannels },
   { name: '026-imap-recent', ...imapRecent },
