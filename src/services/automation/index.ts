@@ -17,5 +17,5 @@ export {
 } from './workflows.js';
 export {
   confirmSignup, createSignupForm, deleteSignupForm, embedHtml, FORM_PAGE_PATH, getSignupForm, HONEYPOT_FIELD, listSignupForms, MAX_FORM_FIELDS, originAllowed,
-  publicForm, readConfirmToken, submitSignup, updateSignupForm, type ConfirmCheck, type SignupForm, type SignupFormInput, type SubmitOutcome
+  publicForm, readConfirmToken, submitSignup, updateSignupForm, type ConfirmCheck, type FormField, type SignupForm, type SignupFormInput, type SubmitOutcome
 } from './signup-forms.js';

@@ -1,6 +1,6 @@
 // The hosted signup form, its success page and the confirmation pages: plain HTML (no script, no outside
 // resource), usable without JavaScript, every value escaped. Pure functions from what the services answer.
-import type { FormField } from '../../../services/automation/signup-forms.js';
+import type { FormField } from '../../../services/automation/index.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
