@@ -5,9 +5,9 @@
 import { simpleParser } from 'mailparser';
 import t, { type Test } from 'tap';
 import { startTestApp, createOtherTeam, type TestApp } from '../helpers/app.js';
-import { startDns, type TestDns } from '../helpers/dns-server.js';
+import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { startSmtpSink } from '../helpers/smtp-sink.js';
 
 interface Form {
   id: string;
