@@ -25,7 +25,9 @@ function html(koa: Koa.Context, status: number, body: string, formAction = "'sel
   koa.status = status;
   koa.type = 'text/html; charset=utf-8';
   koa.set('Cache-Control', 'no-store');
-  koa.set('Referrer-Policy', 'no-referrer');
+  // A confirmation page's address holds its token: no Referer at all. The form's page sends its origin (the
+  // submit checks Origin; under no-referrer a browser sends `null`).
+  koa.set('Referrer-Policy', koa.path.startsWith(`${FORM_PAGE_PATH}/confirm/`) ? 'no-referrer' : 'strict-origin-when-cross-origin');
   koa.set('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`);
   koa.body = body;
   return undefined;
@@ -35,7 +37,9 @@ function html(koa: Koa.Context, status: number, body: string, formAction = "'sel
 async function cors(app: Parameters<NonNullable<Route['prepare']>>[0], koa: Koa.Context): Promise<void> {
   koa.set('Vary', 'Origin');
   const origin = koa.get('origin');
-  if (!origin) return;
+  // `null`: an opaque origin (a page under Referrer-Policy no-referrer, a sandboxed frame, a file): nothing to
+  // allow by name; a plain form post from it is served, and a script there gets no CORS header, so cannot read.
+  if (!origin || origin === 'null') return;
   const form = await publicForm(app, koa.params.id ?? '').catch(() => null);
   const allowed = form !== null && originAllowed(app, form, origin);
   koa.state.originRefused = !allowed && form !== null;
