@@ -20,12 +20,13 @@ import { allRoutes } from './routes/index.js';
 const bodyInput = (route: Route, raw: unknown): unknown => (route.arrayBody && Array.isArray(raw) ? { [route.arrayBody]: raw } : raw);
 
 function mount(router: Router, app: AppContext, route: Route, rates: FixedWindowCounter | null): void {
-  const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+  const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete' | 'options';
   router[method](koaPath(route.path), async (ctx) => {
+    if (route.prepare) await route.prepare(app, ctx);
     const principal = await authorise(app, ctx, route.access, route.challenge?.(app), scopeOf(route));
     if (rates) applyRateLimit(rates, ctx, route, principal);
     const rawQuery = ctx.query as Record<string, string | string[] | undefined>;
-    const body = route.body ? parseBody(route.body, bodyInput(route, await readJsonBody(ctx))) : undefined;
+    const body = route.body && !route.ownBody ? parseBody(route.body, bodyInput(route, await readJsonBody(ctx))) : undefined;
     const query = route.query ? parseQuery(route.query, rawQuery) : undefined;
     const result = await route.handle({ app, principal, params: ctx.params as Record<string, string>, body, query, rawQuery, koa: ctx });
     if (result !== undefined) {

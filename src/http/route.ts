@@ -8,7 +8,7 @@ import type { ScopeNeed } from './scopes.js';
 
 /** public: no credential; sending_access: any key; full_access: full_access keys only. */
 export type Access = 'public' | 'sending_access' | 'full_access';
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -47,6 +47,13 @@ export interface RouteDef<B extends z.ZodType | undefined, Q extends z.ZodType |
   response?: z.ZodType;
   /** The `WWW-Authenticate` challenge of this route's 401 (default `Bearer realm="api"`); /mcp names its resource metadata. */
   challenge?: (app: AppContext) => string;
+  /**
+   * Runs first, before authentication and the rate limit (e.g. a public route's CORS headers, so that even its
+   * 429 can be read by the page that posted).
+   */
+  prepare?: (app: AppContext, koa: Koa.Context) => Promise<void>;
+  /** The handler reads and validates the body itself (JSON or a form post); `body` only documents it. */
+  ownBody?: boolean;
   /** Returns the JSON body, or undefined when the handler wrote `koa.body` itself. */
   handle(req: Request<B, Q, A>): Promise<unknown>;
 }
@@ -66,6 +73,8 @@ export interface Route {
   status?: number;
   response?: z.ZodType;
   challenge?: (app: AppContext) => string;
+  prepare?: (app: AppContext, koa: Koa.Context) => Promise<void>;
+  ownBody?: boolean;
   handle(req: ErasedRequest): Promise<unknown>;
 }
 

@@ -9,7 +9,7 @@ interface OpenApi {
   paths: Record<string, Record<string, unknown>>;
 }
 
-const ROUTE = /`(GET|POST|PUT|PATCH|DELETE) (\/[^`?\s]*)[^`]*`/g;
+const ROUTE = /`(GET|POST|PUT|PATCH|DELETE|OPTIONS) (\/[^`?\s]*)[^`]*`/g;
 
 /** The table cells of a Markdown document, each row split on unescaped pipes. */
 function tableRows(markdown: string): string[][] {

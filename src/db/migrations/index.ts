@@ -19,6 +19,7 @@ import * as templates from './017-templates.js';
 import * as tracking from './018-tracking.js';
 import * as broadcasts from './019-broadcasts.js';
 import * as oauth from './020-oauth.js';
+import * as signupForms from './021-signup-forms.js';
 import * as workflows from './022-workflows.js';
 import * as notificationChannels from './023-notification-channels.js';
 import * as trustedDomains from './024-trusted-domains.js';
@@ -50,6 +51,7 @@ export const migrations: Migration[] = [
   { name: '018-tracking', ...tracking },
   { name: '019-broadcasts', ...broadcasts },
   { name: '020-oauth', ...oauth },
+  { name: '021-signup-forms', ...signupForms },
   { name: '022-workflows', ...workflows },
   { name: '023-notification-channels', ...notificationChannels },
   { name: '024-trusted-domains', ...trustedDomains },

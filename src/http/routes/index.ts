@@ -7,6 +7,7 @@ import { domainRoutes } from './platform/domains.js';
 import { emailRoutes } from './sending/emails.js';
 import { emailValidationRoutes } from './automation/email-validations.js';
 import { workflowRoutes } from './automation/workflows.js';
+import { signupFormRoutes } from './automation/signup-forms.js';
 import { eventRoutes } from './platform/events.js';
 import { healthRoutes } from './platform/health.js';
 import { metricsRoutes } from './platform/metrics.js';
@@ -44,6 +45,8 @@ documented.push(...autoconfigRoutes);
 documented.push(...emailValidationRoutes);
 // Workflows (issue 31, parts 3-4).
 documented.push(...workflowRoutes);
+// Signup forms with double opt-in (issue 31, part 2): management, the public submit, hosted and confirmation pages.
+documented.push(...signupFormRoutes);
 // The MCP endpoint (issue 33, part 2): src/mcp/ behind one route.
 documented.push(...mcpRoutes);
 // Open and click tracking (issue 30, part 1): the pixel and the tracked links, no credential.

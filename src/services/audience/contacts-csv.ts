@@ -181,6 +181,8 @@ export async function importContacts(ctx: AppContext, teamId: string, input: { c
           last_sent_at: null,
           last_opened_at: null,
           last_clicked_at: null,
+          opt_in_status: 'none',
+          confirmed_at: null,
           created_at: at,
           updated_at: at,
         };

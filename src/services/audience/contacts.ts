@@ -18,8 +18,19 @@ export interface Contact {
   last_name: string | null;
   unsubscribed: boolean;
   properties: Properties;
+  /**
+   * Double opt-in (signup forms): `none` (added by the API, an import or a form without double opt-in),
+   * `pending` (signed up through a double opt-in form and not confirmed: receives no marketing mail) or
+   * `confirmed`.
+   */
+  opt_in_status: OptInStatus;
+  /** When the contact confirmed its address (double opt-in), else null. */
+  confirmed_at: string | null;
   created_at: string;
 }
+
+export const OPT_IN_STATUSES = ['none', 'pending', 'confirmed'] as const;
+export type OptInStatus = (typeof OPT_IN_STATUSES)[number];
 
 export interface ContactRow {
   pk: number;
@@ -35,6 +46,8 @@ export interface ContactRow {
   last_sent_at: string | null;
   last_opened_at: string | null;
   last_clicked_at: string | null;
+  opt_in_status: OptInStatus;
+  confirmed_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -73,6 +86,8 @@ export function toContact(r: ContactRow): Contact {
     last_name: r.last_name,
     unsubscribed: Boolean(r.unsubscribed),
     properties: JSON.parse(r.properties) as Properties,
+    opt_in_status: r.opt_in_status ?? 'none',
+    confirmed_at: r.confirmed_at ?? null,
     created_at: r.created_at,
   };
 }
@@ -128,6 +143,8 @@ export async function createContact(ctx: AppContext, teamId: string, input: Crea
       last_sent_at: null,
       last_opened_at: null,
       last_clicked_at: null,
+      opt_in_status: 'none',
+      confirmed_at: null,
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
     };

@@ -3,15 +3,15 @@
 import type { Queryable } from '../../db/index.js';
 import { unprocessable } from '../../core/errors.js';
 import { findSegment, membershipOf } from './membership.js';
-import { SUBSCRIBED_SQL, type CompiledRule } from './rules.js';
+import { OPT_IN_SQL, SUBSCRIBED_SQL, type CompiledRule } from './rules.js';
 
 /**
  * SQL over `contacts AS c`: the contact may be sent marketing mail — not unsubscribed from everything, and its
- * address not on the team's suppression list (bounces, complaints, manual entries). Contacts that must first
- * confirm their address (double opt-in) join this rule when signup forms are built.
+ * address not on the team's suppression list (bounces, complaints, manual entries), and not waiting to confirm
+ * its address (double opt-in: `opt_in_status` 'pending', signup forms).
  */
 export const marketableContactSql =
-  '(c.unsubscribed = 0 AND NOT EXISTS (SELECT 1 FROM suppressions AS sup WHERE sup.team_id = c.team_id AND sup.email = c.email_key))';
+  `(c.unsubscribed = 0 AND ${OPT_IN_SQL} AND NOT EXISTS (SELECT 1 FROM suppressions AS sup WHERE sup.team_id = c.team_id AND sup.email = c.email_key))`;
 
 export interface CampaignAudienceRequest {
   segmentIds: string[];

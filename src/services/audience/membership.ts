@@ -4,7 +4,7 @@
 import type { Queryable } from '../../db/index.js';
 import { notFound } from '../../core/errors.js';
 import { propertyTypes } from './properties.js';
-import { compileRules, type CompiledRule, type RuleContext, type RuleGroup } from './rules.js';
+import { compileRules, OPT_IN_SQL, type CompiledRule, type RuleContext, type RuleGroup } from './rules.js';
 
 export interface SegmentRow {
   pk: number;
@@ -38,5 +38,8 @@ export async function segmentMembership(q: Queryable, teamId: string, segmentId:
 
 export async function membershipOf(q: Queryable, segment: SegmentRow, now: Date): Promise<CompiledRule> {
   if (segment.rules === null) return { sql: 'EXISTS (SELECT 1 FROM segment_contacts AS sc WHERE sc.segment_pk = ? AND sc.contact_pk = c.pk)', bindings: [segment.pk] };
-  return compileRules(JSON.parse(segment.rules) as RuleGroup, await ruleContext(q, segment.team_id, now));
+  // A dynamic segment matches only contacts that are not waiting to confirm a double opt-in: its rules speak of
+  // the people on the list, and a pending signup is not on it yet (a manual segment gets its row at confirmation).
+  const rule = compileRules(JSON.parse(segment.rules) as RuleGroup, await ruleContext(q, segment.team_id, now));
+  return { sql: `(${rule.sql}) AND ${OPT_IN_SQL}`, bindings: rule.bindings };
 }

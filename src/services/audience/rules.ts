@@ -16,7 +16,10 @@ import { parseBooleanText, parseDate, type PropertyType } from './properties.js'
  * SQL over `contacts AS c` and `topics AS t` (a LEFT JOIN of `topic_subscriptions AS s` on both): whether the
  * contact receives the topic's mail now — its choice, else the default, and never when unsubscribed from everything.
  */
-export const SUBSCRIBED_SQL = "(c.unsubscribed = 0 AND coalesce(s.subscribed, t.default_subscription = 'opt_in') = 1)";
+/** SQL over `contacts AS c`: the contact is not waiting to confirm its address (double opt-in, signup forms). */
+export const OPT_IN_SQL = "c.opt_in_status <> 'pending'";
+
+export const SUBSCRIBED_SQL = `(c.unsubscribed = 0 AND ${OPT_IN_SQL} AND coalesce(s.subscribed, t.default_subscription = 'opt_in') = 1)`;
 
 export const MATCHES = ['all', 'any'] as const;
 export const OPERATORS = [

@@ -15,3 +15,7 @@ export {
   acceptWorkflowEvent, activateWorkflow, createWorkflow, deleteWorkflow, getWorkflow, listRuns, listWorkflows, MAX_WORKFLOWS, pauseWorkflow,
   RUN_STATES, setGraph, triggerWorkflow, WORKFLOW_STATUSES, type RunView, type Workflow
 } from './workflows.js';
+export {
+  confirmSignup, createSignupForm, deleteSignupForm, embedHtml, FORM_PAGE_PATH, getSignupForm, HONEYPOT_FIELD, listSignupForms, MAX_FORM_FIELDS, originAllowed,
+  publicForm, readConfirmToken, submitSignup, updateSignupForm, type ConfirmCheck, type FormField, type SignupForm, type SignupFormInput, type SubmitOutcome
+} from './signup-forms.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { boolean, name, queryBoolean } from '../common.js';
 import { emailAddress } from '../../../core/validation.js';
-import { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, PROPERTY_TYPES, type RuleGroup } from '../../../services/audience/index.js';
+import { ENGAGEMENT_SEGMENTS, MATCHES, OPERATORS, OPT_IN_STATUSES, PROPERTY_TYPES, type RuleGroup } from '../../../services/audience/index.js';
 
 const personName = z.string({ error: 'must be a string or null' }).trim().max(200, 'must be at most 200 characters').nullable();
 const properties = z.record(z.string(), z.unknown(), { error: 'must be an object' });
@@ -42,6 +42,10 @@ export const Contact = z
     last_name: z.string().nullable(),
     unsubscribed: z.boolean(),
     properties: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    opt_in_status: z
+      .enum(OPT_IN_STATUSES)
+      .describe('double opt-in: none (nothing to confirm), pending (signed up through a double opt-in form, not confirmed: receives no marketing mail), confirmed'),
+    confirmed_at: z.iso.datetime().nullable().describe('when the contact confirmed its address, else null'),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'Contact' });
