@@ -84,7 +84,10 @@ t.test('welcome → wait 2 days → opened? → two branches, over a sink MX', a
   const gone = await contact(app, 'gone@dest.example', { unsubscribed: true });
   const bounced = await contact(app, 'bounced@dest.example');
   t.equal((await app.request('POST', '/suppressions', { body: { email: 'bounced@dest.example', reason: 'bounce' } })).status < 300, true, 'suppressed');
-  for (const [id, plan] of [[ann, 'pro'], [bob, 'free'], [gone, 'free'], [bounced, 'free']] as const) {
+  // A signup not confirmed yet (double opt-in, signup forms): as a signup form leaves it.
+  const pending = await contact(app, 'pending@dest.example');
+  await app.appliance.ctx.db('contacts').where({ email: 'pending@dest.example' }).update({ opt_in_status: 'pending' });
+  for (const [id, plan] of [[ann, 'pro'], [bob, 'free'], [gone, 'free'], [bounced, 'free'], [pending, 'free']] as const) {
     t.equal((await app.request('POST', '/workflows/events', { body: { name: 'signed_up', contact_id: id, data: { plan } } })).status, 202);
   }
   await drain();
@@ -99,6 +102,7 @@ t.test('welcome → wait 2 days → opened? → two branches, over a sink MX', a
   t.match(byContact(ann), { state: 'waiting', step: 'opened', wake_at: new Date(app.clock.now().getTime() + 2 * DAY).toISOString() });
   t.match(byContact(gone).steps[0], { step_id: 'welcome', outcome: 'skipped', reason: /^unsubscribed/ });
   t.match(byContact(bounced).steps[0], { step_id: 'welcome', outcome: 'skipped', reason: /^suppressed: bounced@dest\.example/ });
+  t.match(byContact(pending).steps[0], { step_id: 'welcome', outcome: 'skipped', reason: /^unconfirmed/ });
   const welcomeId = byContact(ann).steps[0]!.email_id!;
   t.match(welcomeId, /^em_/);
 
@@ -110,7 +114,7 @@ t.test('welcome → wait 2 days → opened? → two branches, over a sink MX', a
   // A second signed_up while in the run starts no second run.
   await app.request('POST', '/workflows/events', { body: { name: 'signed_up', contact_id: ann } });
   await drain();
-  t.equal((await runsOf(app, wf)).length, 4);
+  t.equal((await runsOf(app, wf)).length, 5);
 
   app.clock.advance(DAY + MINUTE);
   await drain();
@@ -123,7 +127,7 @@ t.test('welcome → wait 2 days → opened? → two branches, over a sink MX', a
   t.same(byContact(gone).steps.map((s) => `${s.step_id}:${s.outcome}`), ['welcome:skipped', 'wait:waiting', 'opened:no', 'nudge:skipped', 'end:completed'], 'skipped at each send step');
   t.ok(runs.every((r) => r.state === 'completed'));
   const detail = await app.request<{ runs: Record<string, number> }>('GET', `/workflows/${wf}`);
-  t.same(detail.body.runs, { active: 0, completed: 4, exited: 0, failed: 0 });
+  t.same(detail.body.runs, { active: 0, completed: 5, exited: 0, failed: 0 });
   // Time goes on: nothing more is sent.
   app.clock.advance(10 * DAY);
   await drain();

@@ -109,6 +109,8 @@ interface LoadedRun {
   first_name: string | null;
   last_name: string | null;
   unsubscribed: number | null;
+  /** `pending` until a double opt-in signup is confirmed (signup forms, migration 021). */
+  opt_in_status: string | null;
   properties: string | null;
   c_created_at: string | null;
 }
@@ -118,7 +120,7 @@ async function loadRun(ctx: AppContext, pk: number): Promise<LoadedRun | undefin
     readsOf(ctx.db),
     `SELECT r.pk, r.id, r.team_id, r.contact_id, r.email, r.trigger, r.step, r.seq, r.state, r.active, r.wake_at,
             w.pk AS wf_pk, w.id AS wf_id, w.status AS wf_status, w.graph, w.graph_version, w.timezone, w.mode, w.secret_sealed,
-            c.pk AS c_pk, c.email AS c_email, c.first_name, c.last_name, c.unsubscribed, c.properties, c.created_at AS c_created_at
+            c.pk AS c_pk, c.email AS c_email, c.first_name, c.last_name, c.unsubscribed, c.opt_in_status, c.properties, c.created_at AS c_created_at
        FROM workflow_runs r JOIN workflows w ON w.pk = r.workflow_pk LEFT JOIN contacts c ON c.pk = r.contact_pk
       WHERE r.pk = ?`,
     [pk],
@@ -257,6 +259,7 @@ async function executeStep(ctx: AppContext, run: LoadedRun, step: Step): Promise
     case 'send_email': {
       // Who is not to be mailed is skipped here, at each send, with the reason; the run goes on.
       if (contact.unsubscribed) return { outcome: 'skipped', reason: 'unsubscribed: the contact is unsubscribed from everything', next: step.next };
+      if (run.opt_in_status === 'pending') return { outcome: 'skipped', reason: 'unconfirmed: the contact has not confirmed its signup (double opt-in)', next: step.next };
       if ((await suppressedAmong(readsOf(ctx.db), run.team_id, [contact.email])).size > 0) return { outcome: 'skipped', reason: `suppressed: ${contact.email} is on the suppression list`, next: step.next };
       if (step.topic_id !== undefined) {
         const subs = await getContactSubscriptions(ctx, run.team_id, contact.id);
