@@ -21,6 +21,7 @@ import { publicBaseUrl } from '../platform/index.js';
 import { audienceTargets, checkSignupValues, confirmSignupContact, contactForSignup, joinAudience } from '../audience/index.js';
 import { sendEmails, type SendEmailInput } from '../sending/index.js';
 import { validateEmail } from './validation.js';
+import { escapeHtml } from '../../core/html.js';
 
 export const MAX_FORM_FIELDS = 20;
 export const CONFIRM_LIFETIME_DAYS = 7;
@@ -104,7 +105,6 @@ interface SignupRow {
   confirmed_at: string | null;
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The plain `<form>` a site pastes: posts to the submit URL, works without JavaScript, carries the honeypot. */
 export function embedHtml(ctx: AppContext, form: { id: string; fields: FormField[] }): string {

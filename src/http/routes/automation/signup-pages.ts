@@ -1,8 +1,7 @@
 // The hosted signup form, its success page and the confirmation pages: plain HTML (no script, no outside
 // resource), usable without JavaScript, every value escaped. Pure functions from what the services answer.
 import type { FormField } from '../../../services/automation/index.js';
-
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+import { escapeHtml, htmlPage } from '../../html-page.js';
 
 const STYLE = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1d232b;line-height:1.5}
 main{max-width:30rem;margin:0 auto;background:#fff;border-radius:.5rem;padding:1.25rem 1.25rem 1.5rem;box-shadow:0 1px 3px rgba(0,0,0,.08)}
@@ -13,21 +12,7 @@ input{font:inherit;width:100%;box-sizing:border-box;padding:.6rem;border:1px sol
 button{font:inherit;font-size:1.05rem;padding:.7rem 1rem;border-radius:.4rem;border:1px solid #1d5fbf;background:#1d5fbf;color:#fff;width:100%;margin-top:1rem;cursor:pointer}`;
 
 export function page(title: string, body: string): string {
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-</body>
-</html>
-`;
+  return htmlPage(title, body, STYLE, { noindex: false });
 }
 
 export function formPage(form: { id: string; name: string; fields: FormField[] }, action: string): string {

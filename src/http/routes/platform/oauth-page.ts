@@ -1,8 +1,7 @@
 // The consent page of the OAuth authorization endpoint, as plain HTML (no script, no outside resource): the app's
 // name, what it asks for in plain words, the login of the person approving, approve and deny. Every value escaped.
 import { SCOPE_WORDS, type AuthorizationRequest } from '../../../services/platform/index.js';
-
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+import { escapeHtml, htmlPage } from '../../html-page.js';
 
 const STYLE = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1d232b;line-height:1.5}
 main{max-width:30rem;margin:0 auto;background:#fff;border-radius:.5rem;padding:1.25rem 1.25rem 1.5rem;box-shadow:0 1px 3px rgba(0,0,0,.08)}
@@ -14,22 +13,7 @@ button{font:inherit;font-size:1.05rem;padding:.7rem 1rem;border-radius:.4rem;bor
 button.secondary{background:#fff;color:#a12d2d;border-color:#a12d2d}`;
 
 function page(title: string, body: string): string {
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-</body>
-</html>
-`;
+  return htmlPage(title, body, STYLE);
 }
 
 /** The parameters the form carries back to POST /oauth/authorize, as they came. */
