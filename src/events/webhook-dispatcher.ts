@@ -8,6 +8,7 @@
 // database's queries: recordEvent itself does no extra work), at start-up, and by a slow safety poll.
 import type { Db, Queryable } from '../db/index.js';
 import type { JobQueue, JobSpec } from '../jobs/queue.js';
+import { JobWaker } from '../jobs/waker.js';
 import type { EventType } from './types.js';
 
 /** An insert into `events`, as knex spells it or as the direct path does (db/batcher.ts insertRows). */
@@ -141,74 +142,41 @@ export async function skipWithoutWebhooks(db: Db): Promise<void> {
  * the poll moves the cursor past them. Any write to `webhooks` turns waking back on until a dispatch run
  * finds none active again.
  */
-export class DispatchWaker {
-  private queued = false;
-  private stopped = false;
+export class DispatchWaker extends JobWaker {
   /** Some endpoint may be active (conservative: true until a run has looked). */
   private active = true;
   /** Bumped by every write to `webhooks`, so a run does not clear `active` on stale knowledge. */
   private hookWrites = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly listener = (q: { sql?: string }) => {
-    const sql = q.sql;
-    if (typeof sql !== 'string') return;
+
+  constructor(db: Db, jobs: JobQueue, onError: (err: unknown) => void) {
+    super(db, jobs, DISPATCH_JOB, onError);
+  }
+
+  protected observe(sql: string): void {
     if (EVENTS_INSERT.test(sql)) {
       if (this.active) this.wake();
     } else if (sql.startsWith('insert into `webhooks`') || sql.startsWith('update `webhooks`') || sql.startsWith('delete from `webhooks`')) {
       this.hookWrites++;
       this.active = true;
     }
-  };
-
-  constructor(
-    private readonly db: Db,
-    private readonly jobs: JobQueue,
-    private readonly onError: (err: unknown) => void,
-  ) {}
-
-  /** Listens for events, looks once now (events left by a previous process) and then every `pollMs`. */
-  start(pollMs: number): void {
-    this.db.on('query', this.listener);
-    void this.poll();
-    this.timer = setInterval(() => void this.poll(), pollMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.db.off('query', this.listener);
-    clearInterval(this.timer);
   }
 
   /** The dispatch job handler: fans out what is there, and learns whether any endpoint is active. */
   async run(): Promise<void> {
-    this.queued = false; // the next event needs a new job
+    this.claimed();
     const writes = this.hookWrites;
     await dispatchEvents(this.db, this.jobs);
     const active = await anyActiveWebhook(this.db);
     if (writes === this.hookWrites) this.active = active;
   }
 
-  wake(): void {
-    if (this.queued || this.stopped) return;
-    this.queued = true;
-    this.jobs.enqueue(this.db, DISPATCH_JOB, null).catch((err: unknown) => {
-      this.queued = false;
-      this.onError(err);
-    });
-  }
-
-  /** Safety net: events past the cursor with no dispatch job waiting (written by another process, say). */
-  private async poll(): Promise<void> {
-    try {
-      const writes = this.hookWrites;
-      const active = await anyActiveWebhook(this.db);
-      if (writes === this.hookWrites) this.active = active;
-      if (!active) return await skipWithoutWebhooks(this.db);
-      const [{ last }] = (await this.db('events').max({ last: 'id' })) as [{ last: number | null }];
-      if ((last ?? 0) > (await dispatchPosition(this.db))) this.wake();
-    } catch (err) {
-      this.onError(err);
-    }
+  /** Events past the cursor with no dispatch job waiting; with no endpoint active, the cursor moves past them. */
+  protected async poll(): Promise<void> {
+    const writes = this.hookWrites;
+    const active = await anyActiveWebhook(this.db);
+    if (writes === this.hookWrites) this.active = active;
+    if (!active) return await skipWithoutWebhooks(this.db);
+    const [{ last }] = (await this.db('events').max({ last: 'id' })) as [{ last: number | null }];
+    if ((last ?? 0) > (await dispatchPosition(this.db))) this.wake();
   }
 }

@@ -12,6 +12,7 @@ import type { AppContext } from '../../context.js';
 import { placeholders, queryRows, type Db, type Queryable } from '../../db/index.js';
 import { EVENTS_INSERT } from '../../events/webhook-dispatcher.js';
 import type { JobQueue } from '../../jobs/queue.js';
+import { JobWaker } from '../../jobs/waker.js';
 import type { Graph } from './workflow-graph.js';
 import { enterRuns, runSchedule, runSteps, SCHEDULE_JOB, STEP_JOB, type Entry } from './workflow-runs.js';
 import type { WorkflowRow } from './workflows.js';
@@ -143,71 +144,44 @@ const INBOX_WRITE = /^insert into [`"]?(workflow_inbox|segment_contacts|topic_su
 const WORKFLOW_WRITE = /^(insert into|update|delete from) [`"]?workflows[`"]? /i;
 
 /** Keeps the intake awake (see the dispatcher's DispatchWaker, which this follows). */
-export class IntakeWaker {
-  private queued = false;
-  private stopped = false;
+export class IntakeWaker extends JobWaker {
   /** Some workflow may be active (conservative until a run has looked). */
   private active = true;
   private writes = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly listener = (q: { sql?: string }) => {
-    const sql = q.sql;
-    if (typeof sql !== 'string') return;
+
+  constructor(
+    private readonly ctx: AppContext,
+    db: Db,
+    jobs: JobQueue,
+  ) {
+    super(db, jobs, INTAKE_JOB, (err) => ctx.log.error({ err }, 'workflow intake: could not wake'));
+  }
+
+  protected observe(sql: string): void {
     if (EVENTS_INSERT.test(sql) || INBOX_WRITE.test(sql)) {
       if (this.active) this.wake();
     } else if (WORKFLOW_WRITE.test(sql)) {
       this.writes++;
       this.active = true;
     }
-  };
-
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly db: Db,
-    private readonly jobs: JobQueue,
-  ) {}
-
-  start(pollMs: number): void {
-    this.db.on('query', this.listener);
-    this.wake();
-    this.timer = setInterval(() => void this.poll(), pollMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.db.off('query', this.listener);
-    clearInterval(this.timer);
   }
 
   async run(): Promise<void> {
-    this.queued = false;
+    this.claimed();
     const writes = this.writes;
     await runIntake(this.ctx);
     const active = Boolean(await this.db('workflows').where('status', 'active').first('pk'));
     if (writes === this.writes) this.active = active;
   }
 
-  wake(): void {
-    if (this.queued || this.stopped) return;
-    this.queued = true;
-    this.jobs.enqueue(this.db, INTAKE_JOB, null).catch((err: unknown) => {
-      this.queued = false;
-      this.ctx.log.error({ err }, 'workflow intake: could not wake');
-    });
-  }
-
-  private async poll(): Promise<void> {
-    try {
-      const writes = this.writes;
-      const active = Boolean(await this.db('workflows').where('status', 'active').first('pk'));
-      if (writes === this.writes) this.active = active;
-      const [inbox] = await queryRows<{ n: number }>(this.db, 'SELECT count(*) AS n FROM (SELECT 1 FROM workflow_inbox LIMIT 1)');
-      if (active || (inbox?.n ?? 0) > 0) this.wake();
-      else await this.db.raw(`UPDATE workflow_intake SET position = (SELECT coalesce(max(id), 0) FROM events) WHERE name = 'events' AND NOT EXISTS (SELECT 1 FROM workflows WHERE status = 'active')`);
-    } catch (err) {
-      this.ctx.log.error({ err }, 'workflow intake: poll failed');
-    }
+  /** With an active workflow or a custom event waiting, a run; with none, the cursor moves past the events. */
+  protected async poll(): Promise<void> {
+    const writes = this.writes;
+    const active = Boolean(await this.db('workflows').where('status', 'active').first('pk'));
+    if (writes === this.writes) this.active = active;
+    const [inbox] = await queryRows<{ n: number }>(this.db, 'SELECT count(*) AS n FROM (SELECT 1 FROM workflow_inbox LIMIT 1)');
+    if (active || (inbox?.n ?? 0) > 0) this.wake();
+    else await this.db.raw(`UPDATE workflow_intake SET position = (SELECT coalesce(max(id), 0) FROM events) WHERE name = 'events' AND NOT EXISTS (SELECT 1 FROM workflows WHERE status = 'active')`);
   }
 }
 

@@ -8,8 +8,8 @@
 // ALERT_DISPATCH_JOB, which runs after that transaction commits (as the webhook dispatcher is woken by
 // events); a poll catches alerts written by another process (the admin CLI) or left by a crash.
 import type { AppContext } from '../../context.js';
-import type { Db } from '../../db/index.js';
-import type { JobQueue, JobSpec } from '../../jobs/queue.js';
+import type { JobSpec } from '../../jobs/queue.js';
+import { JobWaker } from '../../jobs/waker.js';
 import { toAlert, type Alert } from '../platform/index.js';
 import { NOTIFY_DELIVER_JOB, notifyLane, type NotifyJobPayload } from './channel-delivery.js';
 
@@ -68,62 +68,27 @@ export async function dispatchAlerts(ctx: AppContext): Promise<void> {
 }
 
 /** Queues a dispatch when an alert is written (one waiting at a time), and polls for the ones it did not see. */
-export class AlertWaker {
-  private queued = false;
-  private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly listener = (q: { sql?: string }) => {
-    if (typeof q.sql === 'string' && ALERTS_INSERT.test(q.sql)) this.wake();
-  };
-
+export class AlertWaker extends JobWaker {
   constructor(
     private readonly ctx: AppContext,
-    private readonly onError: (err: unknown) => void,
-  ) {}
-
-  private get db(): Db {
-    return this.ctx.db;
+    onError: (err: unknown) => void,
+  ) {
+    super(ctx.db, ctx.jobs, ALERT_DISPATCH_JOB, onError);
   }
 
-  private get jobs(): JobQueue {
-    return this.ctx.jobs;
-  }
-
-  start(pollMs: number): void {
-    this.db.on('query', this.listener);
-    void this.poll();
-    this.timer = setInterval(() => void this.poll(), pollMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.db.off('query', this.listener);
-    clearInterval(this.timer);
+  protected observe(sql: string): void {
+    if (ALERTS_INSERT.test(sql)) this.wake();
   }
 
   /** The ALERT_DISPATCH_JOB handler. */
   async run(): Promise<void> {
-    this.queued = false; // an alert written from now on needs a new job
+    this.claimed();
     await dispatchAlerts(this.ctx);
   }
 
-  wake(): void {
-    if (this.queued || this.stopped) return;
-    this.queued = true;
-    this.jobs.enqueue(this.db, ALERT_DISPATCH_JOB, null).catch((err: unknown) => {
-      this.queued = false;
-      this.onError(err);
-    });
-  }
-
-  private async poll(): Promise<void> {
-    try {
-      const [{ last }] = (await this.db('alerts').max({ last: 'id' })) as [{ last: number | null }];
-      const cursor = (await this.db('webhook_dispatch').where({ name: 'alerts' }).first('position')) as { position: number } | undefined;
-      if ((last ?? 0) > (cursor?.position ?? 0)) this.wake();
-    } catch (err) {
-      this.onError(err);
-    }
+  protected async poll(): Promise<void> {
+    const [{ last }] = (await this.db('alerts').max({ last: 'id' })) as [{ last: number | null }];
+    const cursor = (await this.db('webhook_dispatch').where({ name: 'alerts' }).first('position')) as { position: number } | undefined;
+    if ((last ?? 0) > (cursor?.position ?? 0)) this.wake();
   }
 }
