@@ -33,7 +33,7 @@ interface Run {
 const welcomeGraph = {
   trigger: { type: 'event', name: 'signed_up', next: 'welcome' },
   steps: [
-    { id: 'welcome', type: 'send_email', from: 'Acme <hello@acme.example>', subject: 'Welcome, {{ contact.first_name | default: "friend" }}', html: '<p>Hi {{ contact.first_name }}, your plan: {{ data.plan }}</p>', next: 'wait' },
+    { id: 'welcome', type: 'send_email', from: 'Acme <hello@acme.example>', subject: 'Welcome, {{ contact.first_name | default: "friend" }}', html: '<p>Hi {{ contact.first_name }}, your plan: {{ data.plan }}</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p>', next: 'wait' },
     { id: 'wait', type: 'wait', duration: { days: 2 }, next: 'opened' },
     { id: 'opened', type: 'condition', if: { email: 'opened', step: 'welcome' }, yes: 'tips', no: 'nudge' },
     { id: 'tips', type: 'send_email', from: 'hello@acme.example', subject: 'Tips for {{ contact.email }}', text: 'Since you read our welcome: tips.', next: 'end' },
@@ -95,6 +95,10 @@ t.test('welcome → wait 2 days → opened? → two branches, over a sink MX', a
   t.same(mail.map((m) => `${m.to}|${m.subject}`).sort(), ['ann@dest.example|Welcome, Ann', 'bob@dest.example|Welcome, Bob'], 'welcome sent, merge tags from the contact');
   const annWelcome = mail.find((m) => m.to === 'ann@dest.example')!;
   t.match(annWelcome.html, /Hi Ann, your plan: pro/, 'merge tags from the event data');
+  const unsubscribeLink = /href="([^"]+\/unsubscribe\/[^"]+)"/.exec(annWelcome.html)?.[1];
+  t.ok(unsubscribeLink, '{{ unsubscribe_url }}: the contact\'s own preference page');
+  const page = await fetch(`${app.url}${new URL(unsubscribeLink!.replace(/&amp;/g, '&')).pathname}`);
+  t.equal(page.status, 200, 'the link opens the preference page');
   t.ok(annWelcome.listUnsubscribe, 'a workflow email carries the unsubscribe links');
 
   let runs = await runsOf(app, wf);

@@ -16,7 +16,9 @@ import { execute, queryRows, readsOf, type Queryable } from '../../db/index.js';
 import { postWebhook } from '../../events/webhook-http.js';
 import { EVENT_HEADER, SIGNATURE_HEADER, signatureHeader, TIMESTAMP_HEADER, WEBHOOK_ID_HEADER } from '../../events/webhook-signature.js';
 import type { Job, JobOutcome, JobSpec } from '../../jobs/queue.js';
-import { addMembers, getContactSubscriptions, removeMembers, segmentMembership, suppressedAmong, updateContact } from '../audience/index.js';
+import {
+  addMembers, getContactSubscriptions, removeMembers, segmentMembership, signUnsubscribeToken, suppressedAmong, unsubscribeUrl, updateContact
+} from '../audience/index.js';
 import { sendEmails, type SendEmailInput } from '../sending/index.js';
 import { parsePart, renderPart } from '../templates/index.js';
 import { durationMs, nextCronRun, nextTimeOfDay, type Condition, type Graph, type Step } from './workflow-graph.js';
@@ -266,7 +268,9 @@ async function executeStep(ctx: AppContext, run: LoadedRun, step: Step): Promise
         const sub = subs.subscriptions.find((s) => s.topic_id === step.topic_id);
         if (!sub?.subscribed) return { outcome: 'skipped', reason: `unsubscribed: the contact is not subscribed to topic '${step.topic_id}'`, next: step.next };
       }
-      const scope = scopeOf(contact, trigger);
+      // `{{ unsubscribe_url }}`: the contact's own preference page (its signed token names the contact).
+      const unsubscribeLink = run.c_pk === null ? '' : unsubscribeUrl(ctx, signUnsubscribeToken(ctx, { contact: { pk: run.c_pk, id: contact.id }, topic: null, emailKey: null }, now));
+      const scope = { ...scopeOf(contact, trigger), unsubscribe_url: unsubscribeLink };
       const input: SendEmailInput = {
         from: step.from,
         to: [contact.email],
