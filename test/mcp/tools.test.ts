@@ -44,6 +44,7 @@ t.test('the MCP endpoint', async (t) => {
       'list_inbound', 'get_inbound', 'reply_to_inbound', 'list_webhooks', 'list_webhook_deliveries', 'get_usage',
       'list_contacts', 'get_contact', 'create_contact', 'update_contact', 'list_segments', 'get_segment', 'list_topics', 'get_topic',
       'list_templates', 'get_template', 'render_template',
+      'list_broadcasts', 'get_broadcast', 'create_broadcast', 'send_broadcast', 'broadcast_performance',
     ]) t.ok(names.includes(name), name);
     t.equal(new Set(names).size, names.length, 'names are unique');
     for (const tool of tools) {
@@ -253,6 +254,34 @@ t.test('the MCP endpoint', async (t) => {
     t.equal(rendered.isError, false, JSON.stringify(rendered.json));
     t.equal(rendered.json.subject, 'Welcome, Ada <3');
     t.match(rendered.json.html, /Hello Ada &lt;3, your plan is Pro\./);
+  });
+
+  t.test('broadcasts: create a draft, send it to a segment, read its performance', async (t) => {
+    const seg = (await app.request<{ segment: { id: string } }>('POST', '/segments', { body: { name: 'Readers' } })).body.segment.id;
+    const imported = await app.request('POST', '/contacts/import', { body: { csv: 'email,first_name\nreader1@dest.example,Rae\nreader2@dest.example,Rob', segment_id: seg } });
+    t.equal(imported.status, 200, imported.text);
+    const created = await mcp.call<{ broadcast: { id: string; status: string } }>('create_broadcast', {
+      name: 'November news', from: 'news@acme.example', subject: 'News for {{ contact.first_name }}', html: '<p>Hi {{ contact.first_name }}</p>', segment_ids: [seg],
+    });
+    t.equal(created.isError, false, JSON.stringify(created.json));
+    t.equal(created.json.broadcast.status, 'draft');
+    const id = created.json.broadcast.id;
+    const before = sink.accepted.length;
+    const sent = await mcp.call<{ broadcast: { status: string } }>('send_broadcast', { id });
+    t.equal(sent.isError, false, JSON.stringify(sent.json));
+    for (let i = 0; i < 20 && sink.accepted.length < before + 2; i++) {
+      app.clock.advance(1000);
+      await drain();
+    }
+    const received = sink.accepted.slice(before).filter((m) => m.to.some((a) => a.startsWith('reader')));
+    t.equal(received.length, 2, 'one personalised email per contact');
+    t.ok(received.some((m) => /Subject: News for Rae/.test(m.raw.toString())), 'merge tags from the contact');
+    t.equal((await mcp.call<{ broadcast: { id: string } }>('get_broadcast', { id })).json.broadcast.id, id);
+    const listed = await mcp.call<Listed<{ id: string }>>('list_broadcasts', {});
+    t.ok(listed.json.data.some((b) => b.id === id));
+    const perf = await mcp.call<{ broadcasts: Array<{ id: string; recipients: number }> }>('broadcast_performance', { limit: 5 });
+    t.equal(perf.isError, false, JSON.stringify(perf.json));
+    t.ok(Array.isArray(perf.json.broadcasts), 'the performance list');
   });
 
   t.test('errors come back as tool errors with the API message and code', async (t) => {

@@ -2,6 +2,7 @@
 // defineTool(...) declarations, and one line here.
 import type { Tool } from '../tool.js';
 import { audienceTools } from './audience.js';
+import { campaignTools } from './campaigns.js';
 import { domainTools } from './domains.js';
 import { emailTools } from './emails.js';
 import { inboundTools } from './inbound.js';
@@ -17,4 +18,5 @@ export const allTools: readonly Tool[] = [
   ...usageTools,
   ...audienceTools,
   ...templateTools,
+  ...campaignTools,
 ];

@@ -299,7 +299,8 @@ export async function deleteBroadcast(ctx: AppContext, teamId: string, id: strin
 /** Who sends: the key that said "send" (its mode decides live or test sends). */
 export interface BroadcastSender {
   teamId: string;
-  apiKeyId: string;
+  /** The key that sent it; null for an OAuth token (its emails record no key). */
+  apiKeyId: string | null;
   mode: KeyMode;
 }
 

@@ -33,9 +33,9 @@ import {
   testBroadcast,
   updateBroadcast,
 } from '../../../services/campaigns/index.js';
-import type { Principal } from '../../../services/platform/index.js';
+import { apiKeyIdOf, type Principal } from '../../../services/platform/index.js';
 
-const sender = (p: Principal) => ({ teamId: p.teamId, apiKeyId: p.keyId, mode: p.mode });
+const sender = (p: Principal) => ({ teamId: p.teamId, apiKeyId: apiKeyIdOf(p), mode: p.mode });
 const withBroadcast = z.object({ success: z.literal(true), broadcast: Broadcast });
 
 export const broadcastRoutes = [
