@@ -1,71 +1,40 @@
 // The OAuth commands of the operator CLI, run as an operator runs them (a process on the data directory): a
 // login for a team member (generated password, stored as scrypt) and a confidential client; then the box, on
 // the same data, runs a grant with both.
-import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
+import t from 'tap';
 import { rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { makeDataDir, startTestApp } from '../helpers/app.js';
 import { pkce } from './oauth-support.js';
+import { adminJson, runAdmin } from '../helpers/admin-cli.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 t.setTimeout(300_000);
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function admin(dir: string, ...args: string[]): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) env[k] = v;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], {
-      cwd: ROOT,
-      env: { ...env, MAIL_DATA_DIR: dir, MAIL_LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function json<T>(t: Test, r: Run, what: string): T {
-  t.equal(r.code, 0, `${what}: exit 0 (stderr: ${r.stderr})`);
-  return JSON.parse(r.stdout) as T;
-}
 
 t.test('oauth logins and clients from the CLI, used by the box', async (t) => {
   const dir = makeDataDir();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const team = json<{ team_id: string }>(t, await admin(dir, 'teams', 'create', '--name', 'Acme', '--plan', 'pro', '--owner', 'boss@acme.test'), 'teams create');
-  const login = json<{ email: string; password: string; team_id: string }>(t, await admin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'Ann@Acme.test'), 'logins create');
+  const team = adminJson<{ team_id: string }>(t, await runAdmin(dir, 'teams', 'create', '--name', 'Acme', '--plan', 'pro', '--owner', 'boss@acme.test'), 'teams create');
+  const login = adminJson<{ email: string; password: string; team_id: string }>(t, await runAdmin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'Ann@Acme.test'), 'logins create');
   t.equal(login.email, 'ann@acme.test');
   t.match(login.password, /^[A-Za-z0-9]{24}$/);
-  const dupe = await admin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'ann@acme.test');
+  const dupe = await runAdmin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'ann@acme.test');
   t.equal(dupe.code, 1);
   t.match(dupe.stderr, /already exists/);
-  const listed = json<Array<{ email: string }>>(t, await admin(dir, 'oauth', 'logins', 'list', '--team', team.team_id), 'logins list');
+  const listed = adminJson<Array<{ email: string }>>(t, await runAdmin(dir, 'oauth', 'logins', 'list', '--team', team.team_id), 'logins list');
   t.same(listed.map((l) => l.email), ['ann@acme.test']);
   t.notOk(JSON.stringify(listed).includes(login.password), 'no password listed');
 
-  const badUri = await admin(dir, 'oauth', 'clients', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb');
+  const badUri = await runAdmin(dir, 'oauth', 'clients', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb');
   t.equal(badUri.code, 1);
   t.match(badUri.stderr, /https, or http on localhost/);
   const redirect = 'https://crm.example/oauth/callback';
-  const client = json<{ client_id: string; client_secret: string; token_endpoint_auth_method: string }>(
+  const client = adminJson<{ client_id: string; client_secret: string; token_endpoint_auth_method: string }>(
     t,
-    await admin(dir, 'oauth', 'clients', 'create', '--name', 'CRM', '--redirect-uri', redirect, '--scope', 'email:read', '--confidential', 'yes'),
+    await runAdmin(dir, 'oauth', 'clients', 'create', '--name', 'CRM', '--redirect-uri', redirect, '--scope', 'email:read', '--confidential', 'yes'),
     'clients create',
   );
   t.equal(client.token_endpoint_auth_method, 'client_secret_basic');
   t.match(client.client_secret, /^ocs_/);
-  const clients = json<Array<{ client_id: string }>>(t, await admin(dir, 'oauth', 'clients', 'list'), 'clients list');
+  const clients = adminJson<Array<{ client_id: string }>>(t, await runAdmin(dir, 'oauth', 'clients', 'list'), 'clients list');
   t.same(clients.map((c) => c.client_id), [client.client_id]);
 
   const app = await startTestApp(t, { dataDir: dir, config: { oauthEnabled: true } });
@@ -92,8 +61,8 @@ t.test('oauth logins and clients from the CLI, used by the box', async (t) => {
 
   // Deleting the login revokes what it approved.
   await app.stop();
-  json(t, await admin(dir, 'oauth', 'logins', 'delete', '--email', 'ann@acme.test'), 'logins delete');
+  adminJson(t, await runAdmin(dir, 'oauth', 'logins', 'delete', '--email', 'ann@acme.test'), 'logins delete');
   const again = await startTestApp(t, { dataDir: dir, config: { oauthEnabled: true } });
   t.equal((await again.request('GET', '/emails', { key: access })).status, 401);
-  json(t, await admin(dir, 'oauth', 'clients', 'delete', '--client', client.client_id), 'clients delete');
+  adminJson(t, await runAdmin(dir, 'oauth', 'clients', 'delete', '--client', client.client_id), 'clients delete');
 });
