@@ -1,40 +1,40 @@
-// The OAuth commands of the operator CLI, run as an operator runs them (a process on the data directory): a
+// The OAuth commands of the operator CLI, on the data directory (in-process; test/cli/admin.test.ts covers the CLI as a process): a
 // login for a team member (generated password, stored as scrypt) and a confidential client; then the box, on
 // the same data, runs a grant with both.
 import t from 'tap';
 import { rmSync } from 'node:fs';
 import { makeDataDir, startTestApp } from '../helpers/app.js';
 import { pkce } from './oauth-support.js';
-import { adminJson, runAdmin } from '../helpers/admin-cli.js';
+import { adminJson, adminInProcess } from '../helpers/admin-cli.js';
 
 t.setTimeout(300_000);
 
 t.test('oauth logins and clients from the CLI, used by the box', async (t) => {
   const dir = makeDataDir();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const team = adminJson<{ team_id: string }>(t, await runAdmin(dir, 'teams', 'create', '--name', 'Acme', '--plan', 'pro', '--owner', 'boss@acme.test'), 'teams create');
-  const login = adminJson<{ email: string; password: string; team_id: string }>(t, await runAdmin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'Ann@Acme.test'), 'logins create');
+  const team = adminJson<{ team_id: string }>(t, await adminInProcess(dir, 'teams', 'create', '--name', 'Acme', '--plan', 'pro', '--owner', 'boss@acme.test'), 'teams create');
+  const login = adminJson<{ email: string; password: string; team_id: string }>(t, await adminInProcess(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'Ann@Acme.test'), 'logins create');
   t.equal(login.email, 'ann@acme.test');
   t.match(login.password, /^[A-Za-z0-9]{24}$/);
-  const dupe = await runAdmin(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'ann@acme.test');
+  const dupe = await adminInProcess(dir, 'oauth', 'logins', 'create', '--team', team.team_id, '--email', 'ann@acme.test');
   t.equal(dupe.code, 1);
   t.match(dupe.stderr, /already exists/);
-  const listed = adminJson<Array<{ email: string }>>(t, await runAdmin(dir, 'oauth', 'logins', 'list', '--team', team.team_id), 'logins list');
+  const listed = adminJson<Array<{ email: string }>>(t, await adminInProcess(dir, 'oauth', 'logins', 'list', '--team', team.team_id), 'logins list');
   t.same(listed.map((l) => l.email), ['ann@acme.test']);
   t.notOk(JSON.stringify(listed).includes(login.password), 'no password listed');
 
-  const badUri = await runAdmin(dir, 'oauth', 'clients', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb');
+  const badUri = await adminInProcess(dir, 'oauth', 'clients', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb');
   t.equal(badUri.code, 1);
   t.match(badUri.stderr, /https, or http on localhost/);
   const redirect = 'https://crm.example/oauth/callback';
   const client = adminJson<{ client_id: string; client_secret: string; token_endpoint_auth_method: string }>(
     t,
-    await runAdmin(dir, 'oauth', 'clients', 'create', '--name', 'CRM', '--redirect-uri', redirect, '--scope', 'email:read', '--confidential', 'yes'),
+    await adminInProcess(dir, 'oauth', 'clients', 'create', '--name', 'CRM', '--redirect-uri', redirect, '--scope', 'email:read', '--confidential', 'yes'),
     'clients create',
   );
   t.equal(client.token_endpoint_auth_method, 'client_secret_basic');
   t.match(client.client_secret, /^ocs_/);
-  const clients = adminJson<Array<{ client_id: string }>>(t, await runAdmin(dir, 'oauth', 'clients', 'list'), 'clients list');
+  const clients = adminJson<Array<{ client_id: string }>>(t, await adminInProcess(dir, 'oauth', 'clients', 'list'), 'clients list');
   t.same(clients.map((c) => c.client_id), [client.client_id]);
 
   const app = await startTestApp(t, { dataDir: dir, config: { oauthEnabled: true } });
@@ -61,8 +61,8 @@ t.test('oauth logins and clients from the CLI, used by the box', async (t) => {
 
   // Deleting the login revokes what it approved.
   await app.stop();
-  adminJson(t, await runAdmin(dir, 'oauth', 'logins', 'delete', '--email', 'ann@acme.test'), 'logins delete');
+  adminJson(t, await adminInProcess(dir, 'oauth', 'logins', 'delete', '--email', 'ann@acme.test'), 'logins delete');
   const again = await startTestApp(t, { dataDir: dir, config: { oauthEnabled: true } });
   t.equal((await again.request('GET', '/emails', { key: access })).status, 401);
-  adminJson(t, await runAdmin(dir, 'oauth', 'clients', 'delete', '--client', client.client_id), 'clients delete');
+  adminJson(t, await adminInProcess(dir, 'oauth', 'clients', 'delete', '--client', client.client_id), 'clients delete');
 });
