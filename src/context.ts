@@ -62,7 +62,8 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   const metrics = new Metrics();
   timeWriteTransactions(db, (wait, held, committed) => {
     metrics.dbWriteLockWait.observe(wait);
-    metrics.dbWriteTransaction.observe({ outcome: committed ? 'commit' : 'rollback' }, held);
+    metrics.dbWriteTransaction.observe(held);
+    if (!committed) metrics.dbWriteRollbacks.inc();
   });
   return {
     config,

@@ -61,8 +61,8 @@ t.test('scheduled backups: write, rotate, record, alert, tick, restore', async (
   t.match(failed.error, /ENOTDIR|EEXIST|not a directory/i);
   t.equal(failed.last_success_at, status.backup.last!.last_success_at, 'the last good one is remembered');
   t.same(readdirSync(dir).sort(), [...names.slice(1), 'notes.txt'], 'nothing deleted by a failed run');
-  const alerts = await app.request<{ data: Array<{ kind: string; data: Record<string, unknown> }> }>('GET', '/alerts');
-  t.match(alerts.body.data.filter((a) => a.kind === 'backup_failed'), [{ kind: 'backup_failed', data: { file: failed.file, error: failed.error } }], 'the operator team is alerted (channels fan alerts out)');
+  const alerts = await app.request<{ alerts: Array<{ kind: string; data: Record<string, unknown> }> }>('GET', '/alerts');
+  t.match(alerts.body.alerts.filter((a) => a.kind === 'backup_failed'), [{ kind: 'backup_failed', data: { file: failed.file, error: failed.error } }], 'the operator team is alerted (channels fan alerts out)');
   fams = await scrape();
   t.equal(metric(fams, 'mail_backups_total', { result: 'failure' }), 1);
   t.equal(metric(fams, 'mail_backup_last_failure_timestamp_seconds'), Date.parse(failed.finished_at) / 1000);
