@@ -1,11 +1,12 @@
 // Indexes for the retention job's new prunes (services/housekeeping/retention.ts): each finds its oldest rows by
-// age without scanning its table. Finished workflow runs by when they finished; OAuth codes and tokens by when
+// age without scanning its table. Finished workflow runs by team and when they finished (a team's
+// plan sets its window); OAuth codes and tokens by when
 // they expire; the provider block counters by hour; contacts still waiting for a double opt-in confirmation, and
 // a contact's workflow runs.
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw('CREATE INDEX workflow_runs_finished ON workflow_runs (finished_at) WHERE active = 0');
+  await knex.raw('CREATE INDEX workflow_runs_finished ON workflow_runs (team_id, finished_at) WHERE active = 0');
   await knex.raw('CREATE INDEX oauth_codes_expires ON oauth_codes (expires_at)');
   await knex.raw('CREATE INDEX oauth_tokens_expires ON oauth_tokens (expires_at)');
   await knex.raw('CREATE INDEX provider_blocks_hour ON provider_blocks (hour)');

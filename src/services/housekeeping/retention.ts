@@ -66,7 +66,7 @@ async function othersDue(ctx: AppContext): Promise<boolean> {
   const now = ctx.clock.now().getTime();
   const oauth = new Date(now - OAUTH_EXPIRED_KEEP_MS).toISOString();
   const unconfirmed = new Date(now - (CONFIRM_LIFETIME_DAYS + UNCONFIRMED_KEEP_DAYS) * DAY).toISOString();
-  const runs = PLANS.map(() => `EXISTS (SELECT 1 FROM workflow_runs AS r JOIN teams AS t ON t.id = r.team_id WHERE r.active = 0 AND r.finished_at < ? AND t.plan = ?)`);
+  const runs = PLANS.map(() => `EXISTS (SELECT 1 FROM teams AS t CROSS JOIN workflow_runs AS r WHERE t.plan = ? AND r.team_id = t.id AND r.active = 0 AND r.finished_at < ?)`);
   const [row] = (await ctx.db.raw(
     `SELECT ${runs.join(' OR ')}
         OR EXISTS (SELECT 1 FROM oauth_codes WHERE expires_at < ?) OR EXISTS (SELECT 1 FROM oauth_tokens WHERE expires_at < ?)
@@ -74,7 +74,7 @@ async function othersDue(ctx: AppContext): Promise<boolean> {
         OR EXISTS (SELECT 1 FROM contacts AS c WHERE c.opt_in_status = 'pending'
              AND EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk)
              AND NOT EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk AND (s.status <> 'pending' OR s.created_at >= ?))) AS due`,
-    [...PLANS.flatMap((p) => [runCutoff(p, now).toISOString(), p]), oauth, oauth, new Date(now - PROVIDER_BLOCKS_KEEP_MS).toISOString().slice(0, 13), unconfirmed],
+    [...PLANS.flatMap((p) => [p, runCutoff(p, now).toISOString()]), oauth, oauth, new Date(now - PROVIDER_BLOCKS_KEEP_MS).toISOString().slice(0, 13), unconfirmed],
   )) as Array<{ due: number }>;
   return Boolean(row?.due);
 }
