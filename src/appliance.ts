@@ -6,8 +6,8 @@ import { createContext, type AppContext, type ContextOptions } from './context.j
 import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
 import { createHttpApp } from './http/app.js';
 import { listen, type RunningServer } from './http/server.js';
-import { workflowMachinery } from './services/automation/index.js';
-import { bootstrapIfEmpty, type BootstrapResult, RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './services/housekeeping/index.js';
+import { registerSignupJobs, workflowMachinery } from './services/automation/index.js';
+import { bootstrapIfEmpty, type BootstrapResult, RETENTION_JOB, runRetention, scheduleBackups, scheduleRetention, startRetentionTimer } from './services/housekeeping/index.js';
 import { createDeliveryHandler, DELIVER_JOB, setTextDeriver } from './services/sending/index.js';
 import { createMta, mtaOptions } from './mta/deliver.js';
 import { RenderPool } from './mta/render-pool.js';
@@ -109,6 +109,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     ctx.jobs.register(DKIM_RETIRE_JOB, (job) => retireDkimKeys(ctx, job));
     ctx.jobs.register(DNS_CHECK_JOB, (job) => checkDomainDns(ctx, job));
     registerCampaignJobs(ctx);
+    registerSignupJobs(ctx);
     const workflows = workflowMachinery(ctx);
     stopWorkflows = () => workflows.stop();
     await scheduleRetention(ctx);
@@ -119,6 +120,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
     api = await listen(createHttpApp(ctx), config.bind, config.apiPort);
     const stopRetention = startRetentionTimer(ctx);
     const stopDnsChecks = scheduleDnsChecks(ctx);
+    const stopBackups = await scheduleBackups(ctx);
     ctx.log.info({ listener: 'api', address: api.address.address, port: api.address.port }, 'listening');
     mx = await startMxListener(ctx, { tls, store: ctx.mailstore, receiver });
     ctx.log.info({ listener: 'mx', address: mx.address.address, port: mx.address.port }, 'listening');
@@ -171,6 +173,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
           stopWorkflows();
           stopRetention();
           stopDnsChecks();
+          stopBackups();
           // README: a stop takes up to 10 s. Running jobs get STOP_JOBS_GRACE_MS; then the render threads
           // close (up to their 3 s QUIT grace), which aborts a stuck SMTP transaction; its job fails over
           // to a retry, or keeps its lease until the next start.

@@ -111,6 +111,12 @@ export interface Config {
   localDomains: string[];
   /** Bearer token of GET /metrics (Prometheus); null: the endpoint is off (404). */
   metricsToken: string | null;
+  /** When scheduled backups run (a cron expression, node-cron syntax, UTC); empty: none (`admin backup` still works). */
+  backupSchedule: string;
+  /** Scheduled backups kept in `backupDir` (the newest); older ones are deleted after each good backup. */
+  backupKeep: number;
+  /** Where scheduled backups are written; null: `<dataDir>/backups` (better: a path on another disk). */
+  backupDir: string | null;
 }
 
 export class ConfigError extends Error {
@@ -303,6 +309,9 @@ const FIELDS = [
   field('inboundDmarcReject', 'MAIL_INBOUND_DMARC_REJECT', z.enum(['refuse', 'junk'], { error: 'must be refuse or junk' })),
   field('publicUrl', 'MAIL_PUBLIC_URL', nullable(publicUrl)),
   field('metricsToken', 'MAIL_METRICS_TOKEN', nullable(z.string().min(16, 'must be at least 16 characters'))),
+  field('backupSchedule', 'MAIL_BACKUP_SCHEDULE', z.string().trim().refine((v) => v === '' || cron.validate(v), 'must be a cron expression (e.g. "30 2 * * *") or empty (off)')),
+  field('backupKeep', 'MAIL_BACKUP_KEEP', decimal('must be 1..1000').pipe(z.number().min(1, 'must be 1..1000').max(1000, 'must be 1..1000'))),
+  field('backupDir', 'MAIL_BACKUP_DIR', nullable(z.string().trim().min(1, 'must be a directory path'))),
   field(
     'localDomains',
     'MAIL_LOCAL_DOMAINS',

@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './core/logger.js';
 import { loadOrCreateMasterKey } from './core/key-material.js';
 import { SecretBox } from './core/secrets.js';
 import { Signal } from './core/signal.js';
-import { openDatabase, type Db } from './db/index.js';
+import { openDatabase, timeWriteTransactions, type Db } from './db/index.js';
 import { createResolver, type DnsResolver } from './dns/resolver.js';
 import { JobQueue, type WorkerOptions } from './jobs/queue.js';
 import { createMailStore } from './mailstore/index.js';
@@ -60,6 +60,11 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger(config.logLevel);
   const metrics = new Metrics();
+  timeWriteTransactions(db, (wait, held, committed) => {
+    metrics.dbWriteLockWait.observe(wait);
+    metrics.dbWriteTransaction.observe(held);
+    if (!committed) metrics.dbWriteRollbacks.inc();
+  });
   return {
     config,
     db,

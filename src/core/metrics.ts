@@ -36,6 +36,28 @@ export class Metrics {
   readonly sessionsOpened = new Counter({ name: 'mail_sessions_opened_total', help: 'Protocol connections accepted by listener', labelNames: ['listener'] as const, registers: [this.registry] });
   readonly sessions = new Gauge({ name: 'mail_sessions', help: 'Open protocol sessions by listener', labelNames: ['listener'] as const, registers: [this.registry] });
 
+  /** From BEGIN IMMEDIATE to COMMIT or ROLLBACK: how long a write transaction holds SQLite's one writer. */
+  readonly dbWriteTransaction = new Histogram({
+    name: 'mail_db_write_transaction_seconds',
+    help: 'SQLite write transactions: time held, from BEGIN IMMEDIATE to its COMMIT or ROLLBACK',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly dbWriteRollbacks = new Counter({ name: 'mail_db_write_transaction_rollbacks_total', help: 'SQLite write transactions that ended in a ROLLBACK (an error inside, or a failed COMMIT)', registers: [this.registry] });
+  /** From asking for a transaction to holding the write lock: the wait for the one connection and BEGIN IMMEDIATE. */
+  readonly dbWriteLockWait = new Histogram({
+    name: 'mail_db_write_lock_wait_seconds',
+    help: 'SQLite write transactions: time waited for the writer (the one connection, then the write lock) before BEGIN IMMEDIATE succeeded',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  // Scheduled backups (MAIL_BACKUP_SCHEDULE): the last run's outcome, set from the stored record at start.
+  readonly backupLastSuccess = new Gauge({ name: 'mail_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup that succeeded finished (Unix time; 0: none yet)', registers: [this.registry] });
+  readonly backupLastFailure = new Gauge({ name: 'mail_backup_last_failure_timestamp_seconds', help: 'When the last scheduled backup that failed gave up (Unix time; 0: none)', registers: [this.registry] });
+  readonly backupLastDuration = new Gauge({ name: 'mail_backup_last_duration_seconds', help: 'How long the last scheduled backup took', registers: [this.registry] });
+  readonly backupLastSize = new Gauge({ name: 'mail_backup_last_size_bytes', help: 'Size of the last successful scheduled backup file', registers: [this.registry] });
+  readonly backups = new Counter({ name: 'mail_backups_total', help: 'Scheduled backups run by this process, by result (success, failure)', labelNames: ['result'] as const, registers: [this.registry] });
+
   constructor() {
     // Event-loop lag, heap and RSS, GC, handles: prom-client's default process metrics, under our prefix.
     collectDefaultMetrics({ register: this.registry, prefix: 'mail_', eventLoopMonitoringPrecision: 20 });

@@ -4,10 +4,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import knex from 'knex';
 import { migrationSource } from './migrations/index.js';
-import { CachedSqliteClient, ImmediateSqliteClient } from './sqlite-client.js';
+import { CachedSqliteClient, ImmediateSqliteClient, type TransactionTimer } from './sqlite-client.js';
 import { loadTableColumns, queryJson } from './json-reads.js';
 import { placeholders, type Db, type Queryable } from './direct.js';
 
+export type { TransactionTimer } from './sqlite-client.js';
 export { execScript, execute, placeholders, queryRows, settleAll, type Db, type Queryable, type Tx } from './direct.js';
 
 const require = createRequire(import.meta.url);
@@ -84,6 +85,29 @@ export async function openDatabase(dataDir: string): Promise<Db> {
   // Whoever closes the store closes them all.
   (db.client as ImmediateSqliteClient).companions.push(reads, await startCheckpointer(path.join(dataDir, DB_FILE)));
   return db;
+}
+
+/** Times every write transaction of `db` from now on (wait for the writer, time held): the context's metrics. */
+export function timeWriteTransactions(db: Db, timer: TransactionTimer): void {
+  (db.client as ImmediateSqliteClient).transactionTimer = timer;
+}
+
+/**
+ * A consistent copy of the database in `dataDir` written to `target` (SQLite's `VACUUM INTO`: one read
+ * transaction, so a snapshot of a committed state, compacted, without its WAL), on a read-only connection of
+ * its own: the writer and the readers of a running box are not held meanwhile.
+ */
+export async function vacuumInto(dataDir: string, target: string): Promise<void> {
+  const sqlite3 = require('sqlite3') as { OPEN_READONLY: number; Database: new (file: string, mode: number, cb: (err: Error | null) => void) => CheckpointConnection };
+  const conn = await new Promise<CheckpointConnection>((resolve, reject) => {
+    const c = new sqlite3.Database(path.join(dataDir, DB_FILE), sqlite3.OPEN_READONLY, (err) => (err ? reject(err) : resolve(c)));
+  });
+  try {
+    await new Promise<void>((resolve, reject) => conn.run('PRAGMA busy_timeout = 5000', (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) => (conn as unknown as { run(sql: string, params: unknown[], cb: (err: Error | null) => void): void }).run('VACUUM INTO ?', [target], (err) => (err ? reject(err) : resolve())));
+  } finally {
+    await new Promise<void>((resolve) => conn.close(() => resolve()));
+  }
 }
 
 /** How often the checkpointer copies the WAL's committed pages back into the database file. */

@@ -11,7 +11,12 @@
 //    later cannot wait for another process's write lock: SQLite answers SQLITE_BUSY at once, because the
 //    transaction's snapshot is already stale. With IMMEDIATE the lock is taken at BEGIN, where busy_timeout
 //    applies, so the admin CLI and the appliance can write to the same file at the same time.
+// 3. Every write transaction is timed here, where all of them begin (`db.transaction` in any service, the
+//    mail store, the batcher): the wait for the writer (the pool's one connection, then BEGIN IMMEDIATE's
+//    lock) and the time it holds it (from BEGIN to its COMMIT or ROLLBACK). Savepoints (nested transactions)
+//    are not counted apart. The appliance's context hands these to its metrics (`TransactionTimer`).
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 
 const require = createRequire(import.meta.url);
 
@@ -43,7 +48,7 @@ interface QueryObject {
 }
 
 interface TransactionClass {
-  new (...args: unknown[]): { query(conn: unknown, sql: string): Promise<unknown> };
+  new (...args: unknown[]): { query(conn: unknown, sql: string): Promise<unknown>; acquireConnection(config: unknown, cb: (conn: unknown) => Promise<unknown>): Promise<unknown> };
 }
 interface ClientClass {
   new (...args: unknown[]): {
@@ -205,10 +210,38 @@ interface TransactionInternals {
  */
 export const committedByScript = new WeakSet<object>();
 
+/** Told of each write transaction once it ends: seconds waited for the writer, seconds held, and whether it committed. */
+export type TransactionTimer = (waitSeconds: number, holdSeconds: number, committed: boolean) => void;
+
 class ImmediateTransaction extends TransactionSqlite {
+  /** performance.now() when asked for (before the pool's connection), and when BEGIN IMMEDIATE got the lock. */
+  private askedAt = 0;
+  private beganAt = 0;
+
+  override acquireConnection(config: unknown, cb: (conn: unknown) => Promise<unknown>): Promise<unknown> {
+    this.askedAt = performance.now();
+    return super.acquireConnection(config, (conn) => {
+      const done = (committed: boolean) => {
+        const timer = (this as unknown as { client: { transactionTimer?: TransactionTimer; transacting?: boolean } }).client;
+        if (this.beganAt === 0 || timer.transacting || !timer.transactionTimer) return;
+        timer.transactionTimer((this.beganAt - this.askedAt) / 1000, (performance.now() - this.beganAt) / 1000, committed);
+      };
+      return cb(conn).then(
+        (v) => (done(true), v),
+        (err: unknown) => {
+          done(false);
+          throw err;
+        },
+      );
+    });
+  }
+
   begin(conn: unknown): Promise<unknown> {
     committedByScript.delete(conn as object); // a mark left by a transaction that failed after its script committed
-    return this.query(conn, 'BEGIN IMMEDIATE;');
+    return this.query(conn, 'BEGIN IMMEDIATE;').then((v) => {
+      this.beganAt = performance.now();
+      return v;
+    });
   }
 
   /**
@@ -243,6 +276,8 @@ class ImmediateTransaction extends TransactionSqlite {
 export class ImmediateSqliteClient extends CachedSqliteClient {
   /** Closed before this client (the read-only pool beside the writer). */
   readonly companions: Array<{ destroy(): Promise<void> }> = [];
+  /** Told of each write transaction's wait and hold (set by the context; none in a bare store). */
+  transactionTimer?: TransactionTimer;
 
   transaction(...args: unknown[]): object {
     return new ImmediateTransaction(this, ...args);

@@ -193,6 +193,11 @@ export class JobQueue {
     return id;
   }
 
+  /** Whether a job named by `dedupeKey` is still to run (waiting or running; a dead one is not), as `q` sees it. */
+  async waiting(q: Queryable, dedupeKey: string): Promise<boolean> {
+    return (await q('jobs').where({ dedupe_key: dedupeKey }).whereNot({ state: 'dead' }).first('id')) !== undefined;
+  }
+
   /**
    * A job is due at `runAt` once `q` commits. A cursor past full lanes is at least SKIP_CURSOR_SLACK_MS behind
    * the clock: a job due before that may be behind it, so the cursor is dropped, and one a lease in flight is

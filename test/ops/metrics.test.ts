@@ -80,6 +80,12 @@ t.test('scraped and parsed', async (t) => {
     'mail_dns_lookup_failures_total',
     'mail_nodejs_eventloop_lag_seconds',
     'mail_process_resident_memory_bytes',
+    'mail_db_write_transaction_seconds',
+    'mail_db_write_lock_wait_seconds',
+    'mail_db_write_transaction_rollbacks_total',
+    'mail_backup_last_success_timestamp_seconds',
+    'mail_backup_last_failure_timestamp_seconds',
+    'mail_backups_total',
   ]) t.ok(names.has(name), `${name} exposed`);
   for (const f of families) {
     if (f.type === 'COUNTER') t.match(f.name, /_total$/, `${f.name}: a counter ends in _total`);
@@ -93,6 +99,15 @@ t.test('scraped and parsed', async (t) => {
   t.equal(value(families, 'mail_sessions', { listener: 'imap' }), 1, 'the open IMAP session');
   t.ok((value(families, 'mail_webhook_attempts_total', { result: 'success' }) ?? 0) >= 1, 'webhook delivered');
   t.equal(value(families, 'mail_queue_jobs', { state: 'dead' }), 0);
+  // Every write transaction timed where it begins: the sends, mailbox and webhook above each took some.
+  const held = families.find((f) => f.name === 'mail_db_write_transaction_seconds')!;
+  const commits = held.metrics[0] as { count: string; sum: string; buckets: Record<string, string> } | undefined;
+  t.ok(Number(commits?.count) >= 5, `write transactions counted (${commits?.count})`);
+  t.ok(Number(commits?.sum) > 0 && Number(commits?.sum) < Number(commits?.count) * 5, 'their time held is plausible');
+  t.equal(Number(commits?.buckets['+Inf']), Number(commits?.count), 'the +Inf bucket holds them all');
+  const waits = families.find((f) => f.name === 'mail_db_write_lock_wait_seconds')!.metrics[0] as { count: string } | undefined;
+  t.equal(Number(waits?.count), Number(commits?.count), 'each transaction\'s wait for the writer observed');
+  t.equal(value(families, 'mail_backup_last_success_timestamp_seconds'), 0, 'no scheduled backup yet');
   // docs/grafana-dashboard.json names only metrics the box exposes.
   const dashboard = readFileSync(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8');
   const used = new Set([...dashboard.matchAll(/\bmail_[a-z0-9_]+/g)].map((m) => m[0].replace(/_bucket$/, '')));

@@ -4,7 +4,7 @@
 // changes (the send path issues the links and adds email.unsubscribed). Imports the platform area only.
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
 export { createContact, deleteContact, getContact, listContacts, OPT_IN_STATUSES, updateContact, type Contact, type ContactFilters, type OptInStatus } from './contacts.js';
-export { audienceTargets, checkSignupValues, confirmSignupContact, contactForSignup, joinAudience, type SignupContact, type SignupValues } from './opt-in.js';
+export { audienceTargets, checkSignupValues, confirmSignupContact, contactForSignup, deleteUnconfirmedContacts, joinAudience, type SignupContact, type SignupValues } from './opt-in.js';
 export { exportContacts, importContacts, MAX_IMPORT_ROWS, type ImportResult } from './contacts-csv.js';
 export { segmentMembership } from './membership.js';
 export { campaignAudience, marketableContactSql, type CampaignAudienceRequest } from './marketable.js';

@@ -122,3 +122,19 @@ export async function audienceTargets(q: Queryable, teamId: string, segmentId: s
   const have = new Set(found.map((r) => r.id));
   return { segment, missingTopics: topicIds.filter((id) => !have.has(id)) };
 }
+
+/**
+ * Deletes those of `pks` that are still `pending` (a double opt-in never confirmed) and have no audience data of
+ * their own: in no segment, no topic subscription, never changed since created. Nothing is recorded: such a
+ * contact was never announced (no contact.created). Returns how many were deleted; their signups go with them.
+ */
+export async function deleteUnconfirmedContacts(trx: Queryable, pks: number[]): Promise<number> {
+  if (pks.length === 0) return 0;
+  return trx('contacts')
+    .whereIn('pk', pks)
+    .where('opt_in_status', 'pending')
+    .whereRaw('updated_at = created_at')
+    .whereNotExists((q) => q.select(trx.raw('1')).from('segment_contacts').whereRaw('segment_contacts.contact_pk = contacts.pk'))
+    .whereNotExists((q) => q.select(trx.raw('1')).from('topic_subscriptions').whereRaw('topic_subscriptions.contact_pk = contacts.pk'))
+    .delete();
+}

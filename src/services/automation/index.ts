@@ -11,11 +11,12 @@ export {
   CONDITION_OPERATORS, MAX_STEPS, MAX_WAIT_DAYS, STEP_TYPES, TRIGGER_TYPES, type Graph, type Step, type Trigger
 } from './workflow-graph.js';
 export { workflowMachinery } from './workflow-intake.js';
+export { pruneFinishedRuns } from './workflow-runs.js';
 export {
   acceptWorkflowEvent, activateWorkflow, createWorkflow, deleteWorkflow, getWorkflow, listRuns, listWorkflows, MAX_WORKFLOWS, pauseWorkflow,
   RUN_STATES, setGraph, triggerWorkflow, WORKFLOW_STATUSES, type RunView, type Workflow
 } from './workflows.js';
 export {
-  confirmSignup, createSignupForm, deleteSignupForm, embedHtml, FORM_PAGE_PATH, getSignupForm, HONEYPOT_FIELD, listSignupForms, MAX_FORM_FIELDS, originAllowed,
-  publicForm, readConfirmToken, submitSignup, updateSignupForm, type ConfirmCheck, type FormField, type SignupForm, type SignupFormInput, type SubmitOutcome
+  CONFIRM_LIFETIME_DAYS, confirmSignup, createSignupForm, deleteSignupForm, embedHtml, FORM_PAGE_PATH, getSignupForm, HONEYPOT_FIELD, listSignupForms, MAX_FORM_FIELDS, originAllowed,
+  publicForm, pruneUnconfirmedSignups, readConfirmToken, registerSignupJobs, SIGNUP_CONFIRM_JOB, submitSignup, UNCONFIRMED_KEEP_DAYS, updateSignupForm, type ConfirmCheck, type FormField, type SignupForm, type SignupFormInput, type SubmitOutcome
 } from './signup-forms.js';

@@ -8,6 +8,13 @@
 // (never marketable: audience's OPT_IN_SQL), a `signups` row keeps what was typed, and the confirmation email
 // goes through the one send path with a signed link good for CONFIRM_LIFETIME_DAYS; confirming makes the contact
 // `confirmed`, merges the values, joins the segment and topics, and records contact.created/contact.updated.
+// The email is a durable job (SIGNUP_CONFIRM_JOB) enqueued in the submit's transaction: a crash after the commit
+// sends it at the next start. The job sends with the idempotency key `signup:<pk>` and records the email's id on
+// the signup in the send's transaction, so a job run again sends once. The link's lifetime counts from the submit.
+//
+// Retention (the housekeeping job calls pruneUnconfirmedSignups): a contact still `pending` whose every signup's
+// link expired more than UNCONFIRMED_KEEP_DAYS ago is deleted with its signups, unless it has other data: a
+// workflow run, a segment or a topic subscription, or a change since it was created (the API, an import).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { readsOf, type Queryable } from '../../db/index.js';
@@ -16,9 +23,10 @@ import { AppError, notFound, unprocessable } from '../../core/errors.js';
 import { newPublicId } from '../../core/ids.js';
 import { toPage, type Page, type PageRequest } from '../../core/paging.js';
 import { HOUR, DAY } from '../../core/clock.js';
+import type { Job, JobOutcome } from '../../jobs/queue.js';
 import type { KeyMode } from '../platform/index.js';
 import { publicBaseUrl } from '../platform/index.js';
-import { audienceTargets, checkSignupValues, confirmSignupContact, contactForSignup, joinAudience } from '../audience/index.js';
+import { audienceTargets, checkSignupValues, confirmSignupContact, contactForSignup, deleteUnconfirmedContacts, joinAudience } from '../audience/index.js';
 import { sendEmails, type SendEmailInput } from '../sending/index.js';
 import { validateEmail } from './validation.js';
 import { escapeHtml } from '../../core/html.js';
@@ -33,6 +41,11 @@ export const HONEYPOT_FIELD = 'website_url';
 export const RESERVED_FIELDS = ['email', HONEYPOT_FIELD, 'properties'];
 /** The hosted page: `<public URL>/f/<id>`; confirmation links: `<public URL>/f/confirm/<token>`. */
 export const FORM_PAGE_PATH = '/f';
+/** The durable job that sends a signup's confirmation email (payload: the signup's pk). */
+export const SIGNUP_CONFIRM_JOB = 'signup.confirm_email';
+/** A contact left `pending` is deleted this many days after its last confirmation link expired (see above). */
+export const UNCONFIRMED_KEEP_DAYS = 30;
+const confirmJobKey = (signupPk: number) => `signup_confirm:${signupPk}`;
 
 export interface FormField {
   /** first_name, last_name, or a custom contact property's name; also the input's name. */
@@ -290,16 +303,17 @@ export async function submitSignup(ctx: AppContext, formId: string, s: Submissio
   }
   await checkSignupValues(readsOf(ctx.db), form.teamId, values);
   const now = ctx.clock.now();
-  const send = await ctx.db.transaction(async (trx) => {
+  await ctx.db.transaction(async (trx) => {
     const formRow = await findForm(trx, form.teamId, form.id);
     const { row: contact, created } = await contactForSignup(trx, now, form.teamId, email, values, pending);
     if (!pending) {
       await joinAudience(trx, now, contact, form.segment_id, form.topic_ids);
-      return null;
+      return;
     }
     // A pending signup of this form and contact asked again lately: no second email.
+    // (Its email sent, or its job still waiting to send it; one whose email the send path refused may ask again.)
     const recent = await trx<SignupRow>('signups').where({ form_pk: formRow.pk, contact_pk: contact.pk, status: 'pending' }).orderBy('pk', 'desc').first();
-    if (recent && recent.email_id !== null && now.getTime() - Date.parse(recent.created_at) < RESEND_AFTER_MS) return null;
+    if (recent && now.getTime() - Date.parse(recent.created_at) < RESEND_AFTER_MS && (recent.email_id !== null || (await ctx.jobs.waiting(trx, confirmJobKey(recent.pk))))) return;
     const [pk] = (await trx('signups').insert({
       form_pk: formRow.pk,
       contact_pk: contact.pk,
@@ -310,14 +324,58 @@ export async function submitSignup(ctx: AppContext, formId: string, s: Submissio
       created_at: now.toISOString(),
       confirmed_at: null,
     })) as number[];
-    return { signupPk: pk!, contactId: contact.id, mode: formRow.mode };
+    await ctx.jobs.enqueue(trx, SIGNUP_CONFIRM_JOB, { signupPk: pk! }, { dedupeKey: confirmJobKey(pk!) });
   });
-  if (send) await sendConfirmation(ctx, form, email, send.signupPk, send.contactId, send.mode, now);
   return { kind: 'stored', pending, form };
 }
 
-/** The confirmation email through the one send path; the signup row learns its id in the same transaction. */
-async function sendConfirmation(ctx: AppContext, form: SignupForm & { teamId: string }, email: string, signupPk: number, contactId: string, mode: KeyMode, now: Date): Promise<void> {
+/**
+ * The SIGNUP_CONFIRM_JOB handler: the confirmation email of one signup, unless it was sent already, confirmed
+ * meanwhile, or its form or contact is gone. A refusal the send path may lift soon (429, 503) is tried again.
+ */
+export async function sendSignupConfirmation(ctx: AppContext, job: Job): Promise<JobOutcome> {
+  const { signupPk } = job.payload as { signupPk: number };
+  const signup = await ctx.db<SignupRow>('signups').where('pk', signupPk).first();
+  if (!signup || signup.status !== 'pending' || signup.email_id !== null) return;
+  const [form, contact] = await Promise.all([
+    ctx.db<FormRow>('signup_forms').where('pk', signup.form_pk).first(),
+    ctx.db<{ id: string; email: string }>('contacts').where('pk', signup.contact_pk).first('id', 'email'),
+  ]);
+  if (!form || !contact) return;
+  const view = { ...toForm(ctx, form), teamId: form.team_id };
+  if (view.double_opt_in === null) return; // double opt-in turned off since
+  const refused = await sendConfirmation(ctx, view, contact.email, signupPk, contact.id, form.mode, new Date(Date.parse(signup.created_at)));
+  if (refused && (refused.status === 429 || refused.status >= 500) && job.attempts < 5) return { retryAt: new Date(ctx.clock.now().getTime() + 5 * 60_000 * job.attempts), error: refused.message };
+}
+
+/** Registers the signup forms' job (the appliance, at start). */
+export function registerSignupJobs(ctx: AppContext): void {
+  ctx.jobs.register(SIGNUP_CONFIRM_JOB, (job) => sendSignupConfirmation(ctx, job));
+}
+
+/**
+ * Deletes at most `limit` contacts still `pending` whose every signup's link expired more than
+ * UNCONFIRMED_KEEP_DAYS ago and that have no other data (see above), with their signups; returns how many.
+ */
+export async function pruneUnconfirmedSignups(ctx: AppContext, limit: number): Promise<number> {
+  const before = new Date(ctx.clock.now().getTime() - (CONFIRM_LIFETIME_DAYS + UNCONFIRMED_KEEP_DAYS) * DAY).toISOString();
+  return ctx.db.transaction(async (trx) => {
+    const rows = (await trx.raw(
+      `SELECT c.pk FROM contacts AS c
+        WHERE c.opt_in_status = 'pending'
+          AND EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk)
+          AND NOT EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk AND (s.status <> 'pending' OR s.created_at >= ?))
+          AND NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.contact_pk = c.pk)
+        ORDER BY c.pk LIMIT ?`,
+      [before, limit],
+    )) as Array<{ pk: number }>;
+    if (rows.length === 0) return 0;
+    return deleteUnconfirmedContacts(trx, rows.map((r) => r.pk));
+  });
+}
+
+/** The confirmation email through the one send path; the signup row learns its id in the same transaction. Answers the send path's refusal, if any. */
+async function sendConfirmation(ctx: AppContext, form: SignupForm & { teamId: string }, email: string, signupPk: number, contactId: string, mode: KeyMode, now: Date): Promise<AppError | null> {
   const d = form.double_opt_in!;
   const url = `${publicBaseUrl(ctx)}${FORM_PAGE_PATH}/confirm/${signConfirmToken(ctx, { signupPk, formId: form.id, contactId }, now)}`;
   const input: SendEmailInput = { from: d.from, to: [email], idempotency_key: `signup:${signupPk}` };
@@ -335,7 +393,9 @@ async function sendConfirmation(ctx: AppContext, form: SignupForm & { teamId: st
   });
   if (result instanceof AppError) {
     ctx.log.warn({ form: form.id, code: result.code, err: result.message }, 'signup confirmation email refused by the send path');
+    return result;
   }
+  return null;
 }
 
 // Confirmation tokens (the house style of unsubscribe-tokens.ts): version (1) · signup key (6) · hour issued (4)

@@ -503,3 +503,24 @@ export async function runSchedule(ctx: AppContext, job: Job): Promise<JobOutcome
   const next = nextCronRun(graph.trigger.cron, wf.timezone, now);
   return next ? { retryAt: next } : undefined;
 }
+
+/**
+ * Deletes at most `limit` runs of teams on `plan` that ended (completed, exited, failed) before `before`, with
+ * their steps; returns how many. Run counts and GET /workflows/{id}/runs then cover the runs kept.
+ */
+export async function pruneFinishedRuns(ctx: AppContext, plan: string, before: Date, limit: number): Promise<number> {
+  return ctx.db.transaction(async (trx) => {
+    const rows = await queryRows<{ pk: number }>(
+      trx,
+      // Team by team (CROSS JOIN: teams outside), each a seek in workflow_runs_finished: never a walk past another
+      // plan's runs that are not due.
+      'SELECT r.pk FROM teams AS t CROSS JOIN workflow_runs AS r WHERE t.plan = ? AND r.team_id = t.id AND r.active = 0 AND r.finished_at < ? LIMIT ?',
+      [plan, before.toISOString(), limit],
+    );
+    if (rows.length === 0) return 0;
+    const pks = rows.map((r) => r.pk);
+    await trx('workflow_run_steps').whereIn('run_pk', pks).delete();
+    await trx('workflow_runs').whereIn('pk', pks).delete();
+    return pks.length;
+  });
+}

@@ -3,11 +3,11 @@
 // keeps writing; never a file copy of a live WAL database), the master key that unseals the stored DKIM keys and
 // webhook secrets, the self-signed TLS pair when the box made one, and `backup.json` (format, version, time,
 // files). Restore unpacks it into an empty data directory, never over a non-empty one.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
 import type { AppContext } from '../../context.js';
-import { DB_FILE } from '../../db/index.js';
+import { DB_FILE, vacuumInto } from '../../db/index.js';
 import { MASTER_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE } from '../../core/key-material.js';
 
 export const BACKUP_FORMAT = 'mail-appliance-backup';
@@ -26,13 +26,13 @@ export interface BackupResult extends BackupManifest {
   bytes: number;
 }
 
-/** Writes the backup of `ctx`'s data directory to `file` (replaced if it exists, written beside it first). */
+/** Writes the backup of `ctx`'s data directory to `file` (replaced if it exists, written beside it first and renamed). */
 export async function backupTo(ctx: AppContext, file: string): Promise<BackupResult> {
   const target = path.resolve(file);
   const work = mkdtempSync(path.join(path.dirname(target), '.mail-backup-'));
   try {
-    // VACUUM INTO: a consistent copy of the live database, compacted, without its WAL.
-    await ctx.db.raw('VACUUM INTO ?', [path.join(work, DB_FILE)]);
+    // VACUUM INTO: a consistent copy of the live database, compacted, without its WAL (its own connection).
+    await vacuumInto(ctx.config.dataDir, path.join(work, DB_FILE));
     const files = [DB_FILE];
     for (const name of [MASTER_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE]) {
       const from = path.join(ctx.config.dataDir, name);
@@ -47,8 +47,9 @@ export async function backupTo(ctx: AppContext, file: string): Promise<BackupRes
     const partial = path.join(work, 'backup.tar.gz');
     await tar.create({ gzip: true, file: partial, cwd: work, portable: true }, [MANIFEST, ...files]);
     chmodSync(partial, 0o600); // it holds the master key
-    copyFileSync(partial, target);
-    chmodSync(target, 0o600);
+    // Written beside the target, then renamed over it (one directory, one file system): a reader or a crash
+    // sees the old file or the whole new one, never a part.
+    renameSync(partial, target);
     return { ...manifest, file: target, bytes: statSync(target).size };
   } finally {
     rmSync(work, { recursive: true, force: true });

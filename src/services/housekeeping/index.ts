@@ -5,3 +5,4 @@ export { bootstrapIfEmpty, type BootstrapResult } from './bootstrap.js';
 export { RETENTION_JOB, runRetention, scheduleRetention, startRetentionTimer } from './retention.js';
 export { backupTo, type BackupResult, restoreFrom } from './backup.js';
 export { operatorStatus, type OperatorStatus } from './status.js';
+export { backupDirOf, type BackupRecord, lastScheduledBackup, runScheduledBackup, scheduleBackups } from './backup-schedule.js';

@@ -11,12 +11,21 @@
 // reads the messages' own MODSEQ, and QRESYNC (which would need old expunges) is not offered.
 // The team's other logs follow its email retention: the event log (GET /events), webhook deliveries (but
 // one still pending) and inbound emails with their attachments, by the same job, 200 rows a transaction.
+// And, by age, in batches of 200 (each area prunes its own rows, see each function):
+// - finished workflow runs (completed, exited, failed) with their steps, kept as long as the team's plan keeps
+//   emails, at most WORKFLOW_RUN_KEEP_MAX_DAYS (the default Enterprise plan keeps emails forever);
+// - OAuth authorization codes and access/refresh tokens a day after they expired (OAUTH_EXPIRED_KEEP_MS);
+// - the provider block counters (blocking bounces per provider and hour) after 7 days (PROVIDER_BLOCKS_KEEP_MS);
+// - contacts a double opt-in signup created and nobody confirmed, 30 days after their last link expired, unless
+//   they have other data (automation/signup-forms.ts `pruneUnconfirmedSignups`).
 import type { AppContext } from '../../context.js';
 import { DAY, HOUR } from '../../core/clock.js';
 import type { JobOutcome } from '../../jobs/queue.js';
 import { CHANGE_PRUNE_BATCH } from '../../mailstore/index.js';
 import { PLANS, type Plan } from '../../config.js';
-import { PLAN_LIMITS } from '../platform/index.js';
+import { OAUTH_EXPIRED_KEEP_MS, PLAN_LIMITS, pruneExpiredOAuth } from '../platform/index.js';
+import { PROVIDER_BLOCKS_KEEP_MS, pruneProviderBlocks } from '../sending/index.js';
+import { CONFIRM_LIFETIME_DAYS, pruneFinishedRuns, pruneUnconfirmedSignups, UNCONFIRMED_KEEP_DAYS } from '../automation/index.js';
 
 export const RETENTION_JOB = 'limits.retention';
 export const RETENTION_BATCH = 200;
@@ -28,6 +37,9 @@ export const MAILBOX_PURGE_BATCH = 10;
 /** How long the mail store's change feed keeps a change. */
 export const MAIL_CHANGES_WINDOW_MS = 7 * DAY;
 
+/** A finished workflow run is kept as long as its team's plan keeps emails, and at most this long. */
+export const WORKFLOW_RUN_KEEP_MAX_DAYS = 90;
+
 const purgeCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAILBOX_PURGE_GRACE_MS);
 const changesCutoff = (ctx: AppContext) => new Date(ctx.clock.now().getTime() - MAIL_CHANGES_WINDOW_MS);
 
@@ -37,9 +49,46 @@ export async function scheduleRetention(ctx: AppContext): Promise<boolean> {
     (await expiredEmailIds(ctx, 1)).length > 0 ||
     (await expiredLogRows(ctx, 1)).length > 0 ||
     (await ctx.mailstore.hasDeletedAccounts(purgeCutoff(ctx))) ||
-    (await ctx.mailstore.hasChangesBefore(changesCutoff(ctx)));
+    (await ctx.mailstore.hasChangesBefore(changesCutoff(ctx))) ||
+    (await othersDue(ctx));
   if (!due) return false;
   return (await ctx.jobs.enqueue(ctx.db, RETENTION_JOB, {}, { dedupeKey: RETENTION_JOB })) !== null;
+}
+
+/** When a finished workflow run of a team on `plan` is old enough to go. */
+function runCutoff(plan: string, now: number): Date {
+  const days = Math.min(PLAN_LIMITS[plan as Plan]?.retentionDays ?? Infinity, WORKFLOW_RUN_KEEP_MAX_DAYS);
+  return new Date(now - days * DAY);
+}
+
+/** Whether a finished workflow run, an expired OAuth code or token, an old provider block count or an unconfirmed contact is due (indexed look-ups). */
+async function othersDue(ctx: AppContext): Promise<boolean> {
+  const now = ctx.clock.now().getTime();
+  const oauth = new Date(now - OAUTH_EXPIRED_KEEP_MS).toISOString();
+  const unconfirmed = new Date(now - (CONFIRM_LIFETIME_DAYS + UNCONFIRMED_KEEP_DAYS) * DAY).toISOString();
+  const runs = PLANS.map(() => `EXISTS (SELECT 1 FROM teams AS t CROSS JOIN workflow_runs AS r WHERE t.plan = ? AND r.team_id = t.id AND r.active = 0 AND r.finished_at < ?)`);
+  const [row] = (await ctx.db.raw(
+    `SELECT ${runs.join(' OR ')}
+        OR EXISTS (SELECT 1 FROM oauth_codes WHERE expires_at < ?) OR EXISTS (SELECT 1 FROM oauth_tokens WHERE expires_at < ?)
+        OR EXISTS (SELECT 1 FROM provider_blocks WHERE hour < ?)
+        OR EXISTS (SELECT 1 FROM contacts AS c WHERE c.opt_in_status = 'pending'
+             AND EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk)
+             AND NOT EXISTS (SELECT 1 FROM signups AS s WHERE s.contact_pk = c.pk AND (s.status <> 'pending' OR s.created_at >= ?))) AS due`,
+    [...PLANS.flatMap((p) => [p, runCutoff(p, now).toISOString()]), oauth, oauth, new Date(now - PROVIDER_BLOCKS_KEEP_MS).toISOString().slice(0, 13), unconfirmed],
+  )) as Array<{ due: number }>;
+  return Boolean(row?.due);
+}
+
+/** Prunes one batch of each of the others (see the head of this file); returns the largest count. */
+export async function pruneOthers(ctx: AppContext, limit = RETENTION_BATCH): Promise<number> {
+  const now = ctx.clock.now().getTime();
+  let runs = 0;
+  for (const plan of PLANS) runs += await pruneFinishedRuns(ctx, plan, runCutoff(plan, now), limit - runs);
+  const oauth = await pruneExpiredOAuth(ctx, new Date(now - OAUTH_EXPIRED_KEEP_MS), limit);
+  const blocks = await pruneProviderBlocks(ctx, new Date(now - PROVIDER_BLOCKS_KEEP_MS), limit);
+  const contacts = await pruneUnconfirmedSignups(ctx, limit);
+  if (runs + oauth + blocks + contacts > 0) ctx.log.info({ workflowRuns: runs, oauth, providerBlocks: blocks, unconfirmedContacts: contacts }, 'retention: pruned');
+  return Math.max(runs, oauth, blocks, contacts);
 }
 
 /** What a plan keeps starts at this time (ISO); null when it keeps everything (or the plan is unknown). */
@@ -139,7 +188,8 @@ export async function runRetention(ctx: AppContext): Promise<JobOutcome> {
   if (purged > 0) ctx.log.info({ purged }, 'retention: purged deleted mailboxes');
   const pruned = await ctx.mailstore.pruneChanges(changesCutoff(ctx));
   if (pruned > 0) ctx.log.info({ pruned }, 'retention: pruned mail store changes');
-  if (deleted >= RETENTION_BATCH || logs >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= CHANGE_PRUNE_BATCH) return { retryAt: ctx.clock.now() };
+  const others = await pruneOthers(ctx);
+  if (deleted >= RETENTION_BATCH || logs >= RETENTION_BATCH || purged >= MAILBOX_PURGE_BATCH || pruned >= CHANGE_PRUNE_BATCH || others >= RETENTION_BATCH) return { retryAt: ctx.clock.now() };
 }
 
 /** The hourly wake-up of a running appliance; returns a stop function. */

@@ -1,13 +1,15 @@
 // The operator's readiness view (`npm run admin -- status`, issue 37 §2): what `GET /health` does not say. Read
 // from outside the running box (the CLI is its own process): each configured listener probed with a TCP connect,
 // the job queue from the database, free disk under the data directory, the TLS certificate's expiry, and the last
-// time the box looked up a domain's DNS records (verify, or a drift check): "never" before the first.
+// time the box looked up a domain's DNS records (verify, or a drift check): "never" before the first; and the
+// scheduled backups' setting and last outcome (backup-schedule.ts).
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { TLS_CERT_FILE } from '../../core/key-material.js';
+import { backupDirOf, lastScheduledBackup, type BackupRecord } from './backup-schedule.js';
 
 const LISTENERS = [
   ['api', 'apiPort'],
@@ -26,6 +28,8 @@ export interface OperatorStatus {
   disk: { data_dir: string; free_bytes: number; total_bytes: number; database_bytes: number };
   certificate: { file: string; self_signed: boolean; subject: string; expires_at: string; days_left: number } | { file: string | null; error: string };
   dns: { last_check_at: string | 'never'; domains: number };
+  /** Scheduled backups: the setting, where they go, and the last run (null before the first). */
+  backup: { schedule: string | 'off'; dir: string; keep: number; last: BackupRecord | null };
 }
 
 function probe(host: string, port: number): Promise<boolean> {
@@ -83,6 +87,7 @@ export async function operatorStatus(ctx: AppContext): Promise<OperatorStatus> {
     disk: { data_dir: config.dataDir, free_bytes: fsStat.bavail * fsStat.bsize, total_bytes: fsStat.blocks * fsStat.bsize, database_bytes: databaseBytes(dbFile) },
     certificate,
     dns: { last_check_at: dns?.last ?? 'never', domains: Number(dns?.n ?? 0) },
+    backup: { schedule: config.backupSchedule === '' ? 'off' : config.backupSchedule, dir: backupDirOf(config), keep: config.backupKeep, last: await lastScheduledBackup(ctx) },
   };
 }
 

@@ -70,6 +70,7 @@ export const ALERT_TITLES: Record<AlertKind | 'test', string> = {
   quota_100: 'Monthly sending quota reached',
   sending_on_hold: 'Sending put on hold',
   provider_blocking: 'A mailbox provider is refusing mail',
+  backup_failed: 'Scheduled backup failed',
   test: 'Test notification',
 };
 

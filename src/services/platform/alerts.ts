@@ -23,6 +23,7 @@ export const ALERT_KINDS = [
   'quota_100',
   'sending_on_hold',
   'provider_blocking',
+  'backup_failed',
 ] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 

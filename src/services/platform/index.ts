@@ -22,7 +22,7 @@ export {
   ACCESS_TOKEN_TTL_MS, approveAuthorization, type AuthorizationCheck, type AuthorizationRequest, checkAuthorizationRequest, checkLogin,
   type ClientCredentials, CODE_TTL_MS, createOAuthUser, deleteClient, deleteOAuthUser, exchangeCode, findClient, listClients,
   listOAuthUsers, type OAuthClient, OAuthError, type OAuthUser, redirectUriProblem, refreshTokens, REFRESH_TOKEN_TTL_MS, registerClient,
-  resetOAuthUserPassword, revokeToken, type TokenResponse
+  resetOAuthUserPassword, revokeToken, type TokenResponse, OAUTH_EXPIRED_KEEP_MS, pruneExpiredOAuth
 } from './oauth.js';
 export { isScope, parseScope, type Scope, SCOPE_WORDS, SCOPES } from './oauth-scopes.js';
 export { checkHealth } from './health.js';

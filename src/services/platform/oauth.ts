@@ -427,3 +427,20 @@ export async function authenticateAccessToken(ctx: AppContext, token: string): P
   if (!row || Date.parse(row.expires_at) <= ctx.clock.now().getTime()) return null;
   return { teamId: row.team_id, plan: row.plan, keyId: row.grant_id, permission: 'full_access', mode: 'live', scopes: parseScope(row.scope) ?? [] };
 }
+
+/**
+ * Expired authorization codes and tokens are kept this long past their expiry, then pruned by the retention
+ * job: a code or refresh token presented again within it is still recognised as a reuse (and revokes its
+ * grant); after it, it is simply unknown (invalid_grant either way).
+ */
+export const OAUTH_EXPIRED_KEEP_MS = DAY;
+
+/** Deletes at most `limit` codes and `limit` tokens that expired before `before`, oldest first; returns how many. */
+export async function pruneExpiredOAuth(ctx: AppContext, before: Date, limit: number): Promise<number> {
+  const cutoff = before.toISOString();
+  return ctx.db.transaction(async (trx) => {
+    const codes = await trx('oauth_codes').whereIn('code_hash', trx('oauth_codes').where('expires_at', '<', cutoff).orderBy('expires_at').limit(limit).select('code_hash')).delete();
+    const tokens = await trx('oauth_tokens').whereIn('token_hash', trx('oauth_tokens').where('expires_at', '<', cutoff).orderBy('expires_at').limit(limit).select('token_hash')).delete();
+    return codes + tokens;
+  });
+}

@@ -128,6 +128,15 @@ const BLOCKING = new Set(['spam_block', 'policy']);
 /** Blocking bounces from one provider within one UTC hour that raise `provider_blocking` (once per provider and hour). */
 export const PROVIDER_BLOCK_ALERT = 10;
 
+/** Hours of blocking-bounce counts kept (the alert reads only the current hour); older rows are pruned by the retention job. */
+export const PROVIDER_BLOCKS_KEEP_MS = 7 * 24 * HOUR;
+
+/** Deletes at most `limit` provider block counters of hours before `before`; returns how many. */
+export async function pruneProviderBlocks(ctx: AppContext, before: Date, limit: number): Promise<number> {
+  const hour = before.toISOString().slice(0, 13); // 2026-11-29T07, as written
+  return ctx.db.transaction((trx) => trx('provider_blocks').whereIn('rowid', trx('provider_blocks').where('hour', '<', hour).orderBy('hour').limit(limit).select('rowid')).delete());
+}
+
 /** The provider behind a route: the MX host's last two labels (gmail-smtp-in.l.google.com → google.com), else the recipient's domain. */
 export function providerOf(host: string | null | undefined, recipient: string): string {
   const labels = (host ?? '').toLowerCase().replace(/\.$/, '').split('.').filter(Boolean);

@@ -3,7 +3,7 @@
 // links in mail (issued on the send path, followed through the public pages and the MX).
 // Imports the platform and audience areas (the suppression list is the audience's).
 // What other areas, the adapters and appliance.ts may call; a file of another area imports this index only.
-export { createDeliveryHandler, type LocalDelivery } from './delivery.js';
+export { createDeliveryHandler, type LocalDelivery, PROVIDER_BLOCKS_KEEP_MS, pruneProviderBlocks } from './delivery.js';
 export { previewEmail, spamPreview } from './email-preview.js';
 export {
   emailEventRow, type EmailRow, type RecipientRow, RETURN_PATH_PREFIX, timelineRow, type TimelineRow
