@@ -1,6 +1,6 @@
 // Backups that restore (issue 37 §3) and the operator's status view (§2). The box is under load (API sends to a
 // remote MX and to its own mailbox, IMAP APPENDs over a plain loopback login) while `admin backup` runs as its own
-// process; the backup is restored into a second data dir (never over a non-empty one), a second appliance starts on
+// process; the backup is restored (`admin restore`, run in-process) into a second data dir (never over a non-empty one), a second appliance starts on
 // it, and every email accepted, every message appended before the backup began is there, the first box's API key
 // works and its sealed DKIM key still signs.
 import { execFile } from 'node:child_process';
@@ -13,6 +13,7 @@ import { makeDataDir, request, startTestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT } from '../helpers/process.js';
+import { adminInProcess } from '../helpers/admin-cli.js';
 
 t.setTimeout(240_000);
 
@@ -20,7 +21,7 @@ function admin(dataDir: string, args: string[], extra: Record<string, string> = 
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAIL_')) env[k] = v;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { cwd: ROOT, env: { ...env, MAIL_DATA_DIR: dataDir, MAIL_LOG_LEVEL: 'silent', ...extra }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { cwd: ROOT, env: { ...env, MAIL_DATA_DIR: dataDir, MAIL_LOG_LEVEL: 'silent', ...extra }, timeout: 180_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -89,17 +90,17 @@ t.test('backup under load, restore, a second box finds everything', async (t) =>
   t.ok(before.length >= 10 && appendedBefore.length >= 10, `load ran: ${accepted.length} sends, ${appended.length} appends`);
 
   // Restore refuses a non-empty data dir, then restores into an empty one.
-  const refused = await admin(dirA, ['restore', '--from', file, '--data-dir', dirA]);
+  const refused = await adminInProcess(dirA, 'restore', '--from', file, '--data-dir', dirA);
   t.not(refused.code, 0);
   t.match(refused.stderr, /not empty/);
   const dirB = path.join(work, 'restored');
-  const restored = await admin(dirB, ['restore', '--from', file]);
+  const restored = await adminInProcess(dirB, 'restore', '--from', file);
   t.equal(restored.code, 0, restored.stderr);
   t.same(readdirSync(dirB).sort(), [...manifest.files].sort(), 'exactly the backed-up files');
   const junk = path.join(work, 'junk');
   rmSync(junk, { force: true, recursive: true });
   writeFileSync(path.join(work, 'not-a-backup.tar.gz'), 'nope');
-  t.not((await admin(junk, ['restore', '--from', path.join(work, 'not-a-backup.tar.gz'), '--data-dir', junk])).code, 0, 'garbage is refused');
+  t.not((await adminInProcess(junk, 'restore', '--from', path.join(work, 'not-a-backup.tar.gz'), '--data-dir', junk)).code, 0, 'garbage is refused');
 
   // A second appliance on the restored dir.
   const b = await startTestApp(t, { dataDir: dirB, config });
