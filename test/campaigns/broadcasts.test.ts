@@ -1,6 +1,7 @@
 // Broadcasts end to end over real sockets: the API, the job queue on a fake clock, the send path, the MTA and
 // a remote MX (the sink) found through a loopback DNS server; every received message parsed and checked
-// (personalisation, unsubscribe headers, DKIM verified by mailauth).
+// (personalisation, unsubscribe headers, DKIM verified by mailauth); opens and clicks are the received
+// messages' own pixel and link URLs, fetched over HTTP as a mail client does.
 import t from 'tap';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
@@ -9,7 +10,7 @@ import { createOtherTeam, startTestApp, type TestApp } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startSmtpSink, type SinkTransaction } from '../helpers/smtp-sink.js';
-import { recordEngagement } from '../helpers/engagement.js';
+import { freePort, trackingUrls, UA } from '../tracking/support.js';
 import { headerOf, unsubscribeTargets } from '../audience/unsubscribe-support.js';
 
 interface Broadcast {
@@ -33,8 +34,11 @@ t.test('broadcasts', async (t) => {
   t.teardown(() => dns.stop());
   const sink = await startSmtpSink({ starttls: true });
   t.teardown(() => sink.close());
-  const app: TestApp = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port } });
-  await addVerifiedDomain(app, dns, 'acme.example');
+  // The box's public URL is its own API listener: the tracking URLs in a received message are fetched as they are.
+  const port = await freePort();
+  const app: TestApp = await startTestApp(t, { config: { dnsServers: [dns.server], outboundPort: sink.port, apiPort: port, publicUrl: `http://127.0.0.1:${port}` } });
+  const domain = await addVerifiedDomain(app, dns, 'acme.example');
+  t.equal((await app.request('PATCH', `/domains/${domain.id}`, { body: { open_tracking: true, click_tracking: true } })).status, 200);
   dns.set('MX', 'dest.example', [{ exchange: 'mx.dest.example', priority: 10 }]);
   dns.set('A', 'mx.dest.example', ['127.0.0.1']);
   const drain = () => app.appliance.ctx.jobs.drain();
@@ -89,7 +93,7 @@ t.test('broadcasts', async (t) => {
         from: 'Acme News <news@acme.example>',
         reply_to: 'support@acme.example',
         subject: 'Hello {{ contact.first_name }}',
-        html: '<p>Hi {{ contact.first_name | default: "there" }}, your plan: {{ contact.plan }}.</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p>',
+        html: '<p>Hi {{ contact.first_name | default: "there" }}, your plan: {{ contact.plan }}.</p><p><a href="https://shop.acme.example/spring?plan={{ contact.plan }}">Spring sale</a></p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p>',
         tags: ['newsletter'],
         segment_ids: [seg, seg2],
       },
@@ -193,14 +197,47 @@ t.test('broadcasts', async (t) => {
     t.equal((await app.request('POST', `/broadcasts/${firstId}/cancel`)).status, 422);
   });
 
-  t.test('analytics: opens and clicks (human ones), non-openers, performance, resend', async (t) => {
-    const emails = await app.appliance.ctx.db('emails').where({ broadcast_id: firstId }).orderBy('id').select('public_id');
+  /** A mail client (or an image proxy) fetching a URL of a received message. */
+  const hit = async (url: string, ua: string) => {
+    const res = await fetch(url, { headers: { 'user-agent': ua }, redirect: 'manual' });
+    await res.arrayBuffer();
+    return res;
+  };
+  const urlsOf = (mail: ParsedMail) => trackingUrls(typeof mail.html === 'string' ? mail.html : '');
+
+  t.test('analytics: opens and clicks fetched from the received messages, non-openers, performance, resend', async (t) => {
+    const emails = (await app.appliance.ctx.db('emails').where({ broadcast_id: firstId }).orderBy('id').select('public_id', 'to_addrs')).map((e: { public_id: string; to_addrs: string }) => ({
+      public_id: e.public_id,
+      mail: byContact.get(JSON.parse(e.to_addrs)[0])!,
+    }));
     t.equal(emails.length, expected);
-    // 30 human opens (10 of them also click), 5 machine opens (Apple MPP): 30 unique opens.
-    for (const e of emails.slice(0, 30)) await recordEngagement(app, e.public_id, 'opened');
-    await recordEngagement(app, emails[0]!.public_id, 'opened'); // a second open of the same email
-    for (const e of emails.slice(30, 35)) await recordEngagement(app, e.public_id, 'opened', { machine: true });
-    for (const e of emails.slice(0, 10)) await recordEngagement(app, e.public_id, 'clicked');
+    const first = urlsOf(emails[0]!.mail);
+    t.equal(first.pixel.length, 1, 'one open pixel');
+    t.equal(first.links.length, 1, 'the sale link is rewritten; the unsubscribe link is not');
+    t.match(String(emails[0]!.mail.html), /\/unsubscribe\/[a-z0-9]+"/);
+    // 30 people open (10 of them also click the sale link), one of them twice; Apple Mail Privacy Protection
+    // fetches 5 more messages' images (machine opens): 30 unique opens.
+    for (const e of emails.slice(0, 30)) {
+      const res = await hit(urlsOf(e.mail).pixel[0]!, UA.appleMailIphone);
+      t.equal(res.headers.get('content-type'), 'image/gif');
+    }
+    await hit(first.pixel[0]!, UA.chromeWindows);
+    for (const e of emails.slice(30, 35)) await hit(urlsOf(e.mail).pixel[0]!, UA.appleMpp);
+    for (const e of emails.slice(0, 10)) {
+      const res = await hit(urlsOf(e.mail).links[0]!, UA.chromeWindows);
+      t.equal(res.status, 302);
+      t.equal(res.headers.get('location'), `https://shop.acme.example/spring?plan=${/your plan: (\w+)/.exec(String(e.mail.html))![1]}`, 'the click goes on to its own link');
+    }
+    // The first email's timeline and the team's events record the hits.
+    const timeline = await app.request<{ events: Array<{ type: string; data: Record<string, unknown> }> }>('GET', `/emails/${emails[0]!.public_id}/events`);
+    t.same(timeline.body.events.filter((e) => e.type === 'opened' || e.type === 'clicked').map((e) => e.type), ['opened', 'opened', 'clicked']);
+    t.match(timeline.body.events.find((e) => e.type === 'clicked')?.data, { link: 0, url: /^https:\/\/shop\.acme\.example\/spring\?plan=/, machine: false });
+    const opened = await app.request<{ data: Array<{ data: { email_id: string; first: boolean; machine: boolean } }> }>('GET', '/events?type=email.opened&per_page=100');
+    t.equal(opened.body.data.length, 36, 'email.opened on every hit');
+    t.equal(opened.body.data.filter((e) => e.data.first && !e.data.machine).length, 30);
+    t.equal(opened.body.data.filter((e) => e.data.machine).length, 5);
+    const clicked = await app.request<{ data: Array<{ data: { email_id: string } }> }>('GET', '/events?type=email.clicked&per_page=100');
+    t.same(new Set(clicked.body.data.map((e) => e.data.email_id)), new Set(emails.slice(0, 10).map((e) => e.public_id)));
     const perf = await app.request<{ metric: string; since: string; broadcasts: Array<Record<string, number | string>> }>('GET', '/broadcasts/performance?limit=5');
     t.equal(perf.status, 200, perf.text);
     t.equal(perf.body.metric, 'open_rate');
@@ -276,8 +313,11 @@ t.test('broadcasts', async (t) => {
     // A opens 5 of 10 (50 %), B 6 of 20 (30 %): A wins although B has more opens.
     const rows = await app.appliance.ctx.db('broadcast_recipients as br').join('emails as e', 'e.id', 'br.email_id').join('broadcasts as b', 'b.pk', 'br.broadcast_pk').where('b.id', id).select('br.variant', 'e.public_id');
     const ofVariant = (v: number) => rows.filter((r: { variant: number }) => r.variant === v).map((r: { public_id: string }) => r.public_id);
-    for (const e of ofVariant(0).slice(0, 5)) await recordEngagement(app, e, 'opened');
-    for (const e of ofVariant(1).slice(0, 6)) await recordEngagement(app, e, 'opened');
+    const pixelOf = async (publicId: string) => {
+      const to = JSON.parse(((await app.appliance.ctx.db('emails').where({ public_id: publicId }).first('to_addrs')) as { to_addrs: string }).to_addrs)[0];
+      return urlsOf(await simpleParser(test.find((tx) => tx.to[0] === to)!.raw)).pixel[0]!;
+    };
+    for (const e of [...ofVariant(0).slice(0, 5), ...ofVariant(1).slice(0, 6)]) t.equal((await hit(await pixelOf(e), UA.chromeAndroid)).status, 200);
     app.clock.advance(30 * MINUTE - 1_000);
     await drain();
     t.equal((await app.request<{ broadcast: Broadcast }>('GET', `/broadcasts/${id}`)).body.broadcast.winner, null, 'not before the duration');

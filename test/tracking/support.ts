@@ -23,7 +23,8 @@ export interface TrackingEnv {
   other(): Promise<{ teamId: string; apiKey: string }>;
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on loopback (an appliance that must know its own public URL before it listens). */
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;

@@ -10,7 +10,8 @@
 //                     (sendEmails: each recipient an ordinary email with its merge tags, unsubscribe links and
 //                     the broadcast's id), due as of the broadcast's start so that it is leased before the
 //                     deliveries it queued. Each recipient row is marked with its email in the transaction that
-//                     writes the email (SendOptions.afterWrite), so a crash neither loses nor doubles one: a
+//                     writes the email (SendOptions.afterWriteAll: one statement for the page's emails in that
+//                     transaction), so a crash neither loses nor doubles one: a
 //                     rerun takes only rows still pending. Then it enqueues the next run. It waits (retries a
 //                     moment later) while MAIL_BROADCAST_MAX_IN_FLIGHT of the broadcast's emails are still
 //                     waiting for delivery, so a campaign never queues 100,000 deliveries ahead of the
@@ -20,7 +21,8 @@
 //   broadcast.settle  after the last page: waits until no email of the broadcast is still queued (each was
 //                     handed to the MTA), then `sent` and the broadcast.sent event.
 import type { AppContext } from '../../context.js';
-import { execute, queryRows, readsOf, type Queryable } from '../../db/index.js';
+import { execute, placeholders, queryRows, readsOf, settleAll, type Queryable } from '../../db/index.js';
+import { updateFromValues } from '../../db/batcher.js';
 import { write } from '../../db/script.js';
 import { AppError } from '../../core/errors.js';
 import { recordEvent } from '../../events/recorder.js';
@@ -329,9 +331,17 @@ async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, w
   // engagement segments read: `inactive_90d` and `never_opened` are about contacts who were sent mail).
   const sentAt = at.toISOString();
   const results = await sendEmails(ctx, sender, inputs, {
-    afterWrite: (i) => async (trx, email) => {
-      await write(trx, "UPDATE broadcast_recipients SET status = 'queued', email_id = ? WHERE broadcast_pk = ? AND contact_pk = ?", [email.id, row.pk, sent[i]!.contact_pk]);
-      if (row.mode === 'live') await write(trx, 'UPDATE contacts SET last_sent_at = ? WHERE pk = ?', [sentAt, sent[i]!.contact_pk]);
+    afterWriteAll: async (trx, emails) => {
+      await settleAll([
+        updateFromValues(
+          trx,
+          'broadcast_recipients',
+          ['broadcast_pk', 'contact_pk'],
+          { status: "'queued'", email_id: 'v.email_id' },
+          emails.map((e) => ({ broadcast_pk: row.pk, contact_pk: sent[e.index]!.contact_pk, email_id: e.id })),
+        ),
+        row.mode === 'live' ? write(trx, `UPDATE contacts SET last_sent_at = ? WHERE pk IN (${placeholders(emails.length)})`, [sentAt, ...emails.map((e) => sent[e.index]!.contact_pk)]) : undefined,
+      ]);
     },
   });
   results.forEach((r, i) => {

@@ -100,9 +100,18 @@ export interface SendEmailInput {
  */
 export type AfterWrite = (trx: Queryable, email: { id: number; publicId: string }) => PromiseLike<unknown>;
 
+/**
+ * Written once per transaction beside every email of one sendEmails call that it accepts (by input index, in
+ * order): a page of a broadcast marks its recipients with one statement instead of one per email. Same rules
+ * as AfterWrite.
+ */
+export type AfterWriteAll = (trx: Queryable, emails: Array<{ index: number; id: number; publicId: string }>) => PromiseLike<unknown>;
+
 export interface SendOptions {
   /** Per input (by index): what to write beside the email when it is accepted (not for a refused or replayed one). */
   afterWrite?: (index: number) => AfterWrite | undefined;
+  /** What to write beside the accepted emails of this call, once per transaction they are written in. */
+  afterWriteAll?: AfterWriteAll;
 }
 
 export interface SendResult {
@@ -248,6 +257,8 @@ export interface CheckedSend {
   template?: TemplateRef | null;
   /** Written beside the email when it is accepted (SendOptions). */
   afterWrite?: AfterWrite | undefined;
+  /** Written beside it and the other accepted emails of its call (SendOptions), with its input index. */
+  afterWriteAll?: { write: AfterWriteAll; index: number } | undefined;
 }
 
 // Accepted emails are written by group commit (src/db/batcher.ts): the sends that arrive while a write
@@ -325,7 +336,15 @@ export async function sendEmails(ctx: AppContext, sender: Sender, inputs: SendEm
         const hash = input.idempotency_key !== undefined ? requestHash(input) : null;
         const resolved = await resolveTemplate(ctx, sender.teamId, input, templateOf);
         const checked = await checkSend(resolved.input, lookup);
-        const result = await writer({ sender, input: resolved.input, checked, hash, template: resolved.template, afterWrite: options.afterWrite?.(index) });
+        const result = await writer({
+          sender,
+          input: resolved.input,
+          checked,
+          hash,
+          template: resolved.template,
+          afterWrite: options.afterWrite?.(index),
+          afterWriteAll: options.afterWriteAll ? { write: options.afterWriteAll, index } : undefined,
+        });
         ctx.metrics.emailsAccepted.inc({ source: 'api' });
         return result;
       } catch (err) {
@@ -531,6 +550,14 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
 
   // Jobs get their ids in order from the sequence read above; an email row names its job.
   jobs.forEach((j, n) => (j.email.job_id = ids.jobs + n));
+  // The afterWriteAll of each call with emails in this transaction: once, with all of them.
+  const together = new Map<AfterWriteAll, Array<{ index: number; id: number; publicId: string }>>();
+  accepted.forEach(({ item, publicId }, n) => {
+    if (!item.afterWriteAll) return;
+    const list = together.get(item.afterWriteAll.write) ?? [];
+    list.push({ index: item.afterWriteAll.index, id: ids.emails + n, publicId });
+    together.set(item.afterWriteAll.write, list);
+  });
 
   // Round 2: the emails, their jobs, webhook events, the quota counts and the emails' children, at once.
   await settleAll([
@@ -545,6 +572,7 @@ export async function writeEmails(ctx: AppContext, trx: Queryable, items: Checke
     ...sources.map((r) => insertRows(trx, 'email_sources', [r])),
     insertRows(trx, 'email_events', timeline),
     ...accepted.flatMap(({ item, publicId }, n) => (item.afterWrite ? [item.afterWrite(trx, { id: ids.emails + n, publicId })] : [])),
+    ...[...together].map(([write, list]) => write(trx, list)),
   ]);
   return results as Array<SendResult | AppError>;
 }

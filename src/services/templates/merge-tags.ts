@@ -3,6 +3,11 @@
 // fills a missing value. A template reads only the values it is given: no file system (includes resolve
 // against an empty in-memory map), only own properties, unknown filters refused at parse, and bounded parse
 // and render work (a template cannot loop the box to a stop).
+//
+// Most parts are text with `{{ path }}` outputs only (a broadcast's `{{ contact.first_name }}`): such a part is
+// also kept as a substitution plan at parse, and rendered per recipient by filling in the values (escaped as
+// Liquid escapes them) without running Liquid, ~10 times cheaper; a part with tags, other filters or a value
+// that is not a string, number or nothing is rendered by Liquid.
 import { Liquid, type Template } from 'liquidjs';
 import { badRequest } from '../../core/errors.js';
 
@@ -34,6 +39,64 @@ export interface ParsedPart {
   /** The paths it reads (`contact.first_name`, `name`). */
   paths: string[];
   html: boolean;
+  /** The part as text and outputs, when it is only that (see above); null: Liquid renders it. */
+  plan: Piece[] | null;
+}
+
+/** A piece of a substitution plan: text as it is, or an output (a path, its `default`, whether it is escaped). */
+type Piece = string | { path: string[]; fallback: string | null; escape: boolean };
+
+/** An output the plan takes: a dotted path of plain names, then optionally `| default: "literal"`, then optionally `| raw`. */
+const PLAIN_OUTPUT_RE = /^\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:\|\s*default\s*:\s*(?:"([^"\\{}]*)"|'([^'\\{}]*)')\s*)?(\|\s*raw\s*)?$/;
+/** Names Liquid reads specially (`size` of a string or array, …): such paths go through Liquid. */
+const SPECIAL_NAMES = new Set(['size', 'first', 'last']);
+/** Liquid's literals: `{{ true }}` is not a variable. */
+const LITERALS = new Set(['true', 'false', 'nil', 'null', 'empty', 'blank']);
+
+/** The substitution plan of a source Liquid has parsed, or null when it has more than text and plain outputs. */
+function substitutionPlan(source: string, html: boolean): Piece[] | null {
+  if (source.includes('{%')) return null;
+  const pieces: Piece[] = [];
+  let last = 0;
+  for (const m of source.matchAll(/\{\{([^{}]*)\}\}/g)) {
+    const o = PLAIN_OUTPUT_RE.exec(m[1]!);
+    if (!o) return null; // whitespace control (`{{-`), other filters, literals, brackets: Liquid's
+    const path = o[1]!.split('.');
+    if (LITERALS.has(path[0]!) || path.some((name) => SPECIAL_NAMES.has(name))) return null;
+    pieces.push(source.slice(last, m.index), { path, fallback: o[2] ?? o[3] ?? null, escape: html && !o[4] });
+    last = m.index + m[0].length;
+  }
+  const tail = source.slice(last);
+  if (tail.includes('{{') || pieces.some((p) => typeof p === 'string' && p.includes('{{'))) return null;
+  pieces.push(tail);
+  return pieces.filter((p) => p !== '');
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+
+/** A plan filled in with `scope`, as Liquid renders it; undefined when a value is one Liquid must render. */
+function substitute(plan: Piece[], scope: Record<string, unknown>): string | undefined {
+  const out: string[] = [];
+  for (const piece of plan) {
+    if (typeof piece === 'string') {
+      out.push(piece);
+      continue;
+    }
+    let v: unknown = scope;
+    for (const name of piece.path) {
+      if (v === null || v === undefined) break;
+      if (typeof v !== 'object' || Array.isArray(v)) return undefined;
+      v = Object.hasOwn(v, name) ? (v as Record<string, unknown>)[name] : undefined;
+    }
+    let text: string;
+    if (typeof v === 'string') text = v === '' && piece.fallback !== null ? piece.fallback : v;
+    else if (typeof v === 'number') text = String(v);
+    else if (v === null || v === undefined) text = piece.fallback ?? '';
+    else return undefined;
+    out.push(piece.escape ? escapeHtml(text) : text);
+  }
+  return out.join('');
 }
 
 /** `{{{ x }}}` (mustache's raw form) as Liquid's `{{ x | raw }}` in html, `{{ x }}` elsewhere. */
@@ -46,8 +109,9 @@ export function parsePart(part: Part, source: string): ParsedPart {
   const html = part === 'html';
   const engine = html ? htmlEngine : plainEngine;
   try {
-    const templates = engine.parse(mustacheRaw(source, html));
-    return { templates, variables: engine.globalVariablesSync(templates), paths: engine.globalFullVariablesSync(templates), html };
+    const liquid = mustacheRaw(source, html);
+    const templates = engine.parse(liquid);
+    return { templates, variables: engine.globalVariablesSync(templates), paths: engine.globalFullVariablesSync(templates), html, plan: substitutionPlan(liquid, html) };
   } catch (err) {
     const e = err as { message?: string };
     // liquidjs: "tag "foo" not found, line:3, col:5" — the line is the template's own.
@@ -58,6 +122,8 @@ export function parsePart(part: Part, source: string): ParsedPart {
 
 /** Renders a parsed part with `scope` (the values; anything missing renders empty). */
 export function renderPart(parsed: ParsedPart, scope: Record<string, unknown>): string {
+  const substituted = parsed.plan ? substitute(parsed.plan, scope) : undefined;
+  if (substituted !== undefined) return substituted;
   const engine = parsed.html ? htmlEngine : plainEngine;
   try {
     return engine.renderSync(parsed.templates, scope) as string;
