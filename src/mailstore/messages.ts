@@ -22,7 +22,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SummaryRow } from './types.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SortKeys, type SortRow, type SummaryRow } from './types.js';
 
 /**
  * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
@@ -67,7 +67,7 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   const inserts: MessageRow[] = [];
   for (const r of rows) {
     pairs.push([r.uid, uid]);
-    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary! });
+    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary!, sort_keys: r.sort_keys ?? null });
     uid++;
   }
   await insertRows(trx, 'mail_messages', inserts);
@@ -140,6 +140,16 @@ export function createMessageOps(core: Core) {
 
     listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]> {
       return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'summary AS summaryJson']);
+    },
+
+    async listSortKeys(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SortRow[]> {
+      const rows = await leanRows<{ uid: number; internal_date: string; size: number; sort_keys: string | null }>(folderId, opts, 'mail_messages', [
+        'uid',
+        'internal_date',
+        'size',
+        'sort_keys',
+      ]);
+      return rows.map((r) => ({ uid: r.uid, arrival: Date.parse(r.internal_date), size: r.size, keys: r.sort_keys === null ? null : (JSON.parse(r.sort_keys) as SortKeys) }));
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {
