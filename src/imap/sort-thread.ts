@@ -219,13 +219,15 @@ export function referencesThreads(items: SortItem[]): ThreadNode[] {
     } else if (c.msg !== null && c.msg.keys.r === 1 && held.msg.keys.r === 0) {
       link(held, c);
     } else {
-      const dummy = newContainer();
-      const at = merged.indexOf(held);
-      if (at !== -1) merged[at] = dummy;
-      else root[root.indexOf(held)] = dummy;
-      link(dummy, held);
-      link(dummy, c);
-      table.set(m.keys.s, dummy);
+      // A new dummy in the held thread's place: `held` itself becomes the dummy (it keeps its place in the root,
+      // no search), its message and children move to a new container under it, beside the current one.
+      const moved = newContainer(held.msg);
+      moved.children = held.children;
+      for (const k of moved.children) k.parent = moved;
+      held.msg = null;
+      held.children = [];
+      link(held, moved);
+      link(held, c);
     }
   }
   root = merged;

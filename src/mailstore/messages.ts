@@ -143,13 +143,26 @@ export function createMessageOps(core: Core) {
     },
 
     async listSortKeys(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SortRow[]> {
-      const rows = await leanRows<{ uid: number; internal_date: string; size: number; sort_keys: string | null }>(folderId, opts, 'mail_messages', [
-        'uid',
-        'internal_date',
-        'size',
-        'sort_keys',
-      ]);
-      return rows.map((r) => ({ uid: r.uid, arrival: Date.parse(r.internal_date), size: r.size, keys: r.sort_keys === null ? null : (JSON.parse(r.sort_keys) as SortKeys) }));
+      // One JSON array per chunk, built by SQLite and parsed at once: a third of the CPU of a row object per message.
+      const run = async (where: string, bindings: number[]) => {
+        const [row] = (await core.reads.raw(
+          `SELECT json_group_array(json_array(uid, internal_date, size, json(sort_keys))) AS j
+             FROM (SELECT uid, internal_date, size, sort_keys FROM mail_messages WHERE folder_id = ? AND ${where} ORDER BY uid)`,
+          [folderId, ...bindings],
+        )) as Array<{ j: string }>;
+        return (JSON.parse(row!.j) as Array<[number, string, number, SortKeys | null]>).map(([uid, at, size, keys]) => ({ uid, arrival: Date.parse(at), size, keys }));
+      };
+      if (opts.uids) {
+        const uids = unique(opts.uids).sort((a, b) => a - b);
+        const out: SortRow[] = [];
+        for (let i = 0; i < uids.length; i += 5_000) {
+          const chunk = uids.slice(i, i + 5_000);
+          out.push(...(await run(`uid IN (${chunk.map(() => '?').join(',')})`, chunk)));
+        }
+        return out;
+      }
+      const [from, to] = opts.uidRange ?? [0, 2 ** 32];
+      return run('uid BETWEEN ? AND ?', [from, to]);
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {
