@@ -22,6 +22,10 @@ export const EXTENSIONS = [
   'QUOTA=RES-STORAGE',
   'LIST-STATUS', // RFC 5819
   'STATUS=SIZE', // RFC 8438
+  'SORT', // RFC 5256
+  'SORT=DISPLAY', // RFC 5957
+  'THREAD=ORDEREDSUBJECT', // RFC 5256
+  'THREAD=REFERENCES',
 ];
 
 export function capabilities(session: Session): string[] {

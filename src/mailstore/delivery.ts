@@ -9,6 +9,7 @@ import { Batcher } from '../db/batcher.js';
 import { placeholders, type Tx } from '../db/index.js';
 import { normalizeFlags } from './flags.js';
 import { summarize, withCrlfLineEnds } from './headers.js';
+import { sortKeysOf } from './sort-keys.js';
 import {
   announce,
   changeRow,
@@ -37,6 +38,8 @@ interface Item {
   blobId: string;
   raw: Buffer;
   summary: string;
+  /** JSON SortKeys (sort-keys.ts), written with the row like the summary. */
+  sortKeys: string;
   size: number;
   targets: Array<{ mailboxId: number; path: string; flags: string[] }>;
   internalDate: string;
@@ -68,13 +71,14 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
     return outcome.copies;
   }
 
-  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'size' | 'internalDate'> {
+  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'size' | 'internalDate'> {
     if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
     const raw = withCrlfLineEnds(source);
     return {
       blobId: createHash('sha256').update(raw).digest('hex'),
       raw,
       summary: JSON.stringify(summarize(raw)),
+      sortKeys: JSON.stringify(sortKeysOf(raw)),
       size: raw.length,
       internalDate: internalDateText(internalDate ?? core.clock.now()),
     };
@@ -257,7 +261,7 @@ async function place(
     f.modseq = modseq;
     f.dirty = true;
     m.used += item.size;
-    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary });
+    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary, sort_keys: item.sortKeys });
     const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
     changes.push(changeRow(m.id, change, core.clock.now().getTime()));
     pending.push({ mailboxId: m.id, change });

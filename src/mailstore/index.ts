@@ -27,6 +27,7 @@ export const CHANGE_PRUNE_BATCH = 5_000;
 export * from './types.js';
 export { planDelivery } from './filters.js';
 export { parseHeaders, summarize, headerSize } from './headers.js';
+export { baseSubject, collationKey, sortKeysOf } from './sort-keys.js';
 
 export interface MailStoreOptions {
   db: Db;

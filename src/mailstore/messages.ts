@@ -22,7 +22,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SummaryRow } from './types.js';
+import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SortKeys, type SortRow, type SummaryRow } from './types.js';
 
 /**
  * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
@@ -67,7 +67,7 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   const inserts: MessageRow[] = [];
   for (const r of rows) {
     pairs.push([r.uid, uid]);
-    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary! });
+    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary!, sort_keys: r.sort_keys ?? null });
     uid++;
   }
   await insertRows(trx, 'mail_messages', inserts);
@@ -140,6 +140,29 @@ export function createMessageOps(core: Core) {
 
     listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]> {
       return leanRows<SummaryRow>(folderId, opts, 'mail_messages', ['uid', 'summary AS summaryJson']);
+    },
+
+    async listSortKeys(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SortRow[]> {
+      // One JSON array per chunk, built by SQLite and parsed at once: a third of the CPU of a row object per message.
+      const run = async (where: string, bindings: number[]) => {
+        const [row] = (await core.reads.raw(
+          `SELECT json_group_array(json_array(uid, internal_date, size, json(sort_keys))) AS j
+             FROM (SELECT uid, internal_date, size, sort_keys FROM mail_messages WHERE folder_id = ? AND ${where} ORDER BY uid)`,
+          [folderId, ...bindings],
+        )) as Array<{ j: string }>;
+        return (JSON.parse(row!.j) as Array<[number, string, number, SortKeys | null]>).map(([uid, at, size, keys]) => ({ uid, arrival: Date.parse(at), size, keys }));
+      };
+      if (opts.uids) {
+        const uids = unique(opts.uids).sort((a, b) => a - b);
+        const out: SortRow[] = [];
+        for (let i = 0; i < uids.length; i += 5_000) {
+          const chunk = uids.slice(i, i + 5_000);
+          out.push(...(await run(`uid IN (${chunk.map(() => '?').join(',')})`, chunk)));
+        }
+        return out;
+      }
+      const [from, to] = opts.uidRange ?? [0, 2 ** 32];
+      return run('uid BETWEEN ? AND ?', [from, to]);
     },
 
     async folderIndex(folderId: number): Promise<FolderIndex> {

@@ -58,6 +58,8 @@ export interface MessageRow {
   blob_id: string;
   /** JSON MessageSummary; selected only when asked for. */
   summary?: string;
+  /** JSON SortKeys (sort-keys.ts, migration 029); selected only when asked for. */
+  sort_keys?: string | null;
 }
 
 /** The columns of MessageMeta (without the summary). */

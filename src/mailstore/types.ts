@@ -12,6 +12,10 @@
 // - Quota: `usedBytes` sums the sizes of the mailbox's messages (a message in two folders counts twice, as
 //   IMAP QUOTA STORAGE does); an append or delivery that would go over it fails with `QuotaExceededError`.
 
+import type { SortKeys } from './sort-keys.js';
+
+export type { SortKeys } from './sort-keys.js';
+
 export type SpecialUse = '\\Sent' | '\\Drafts' | '\\Trash' | '\\Junk' | '\\Archive';
 
 /** The folders every new mailbox gets: INBOX plus one per special use, named as below. */
@@ -146,6 +150,15 @@ export interface MessageSummary {
 
 /** The part of a message's metadata that changes, its size and content address: what IMAP reads per command. */
 export type MessageState = Pick<MessageMeta, 'uid' | 'modseq' | 'flags' | 'size' | 'blobId'>;
+
+/** A message's sort and thread keys (IMAP SORT/THREAD): `keys` null for a row stored without them. */
+export interface SortRow {
+  uid: number;
+  /** INTERNALDATE, ms since the epoch. */
+  arrival: number;
+  size: number;
+  keys: SortKeys | null;
+}
 
 /** A message's stored header summary (JSON of a MessageSummary). */
 export interface SummaryRow {
@@ -331,6 +344,8 @@ export interface MailStore {
   listStates(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<MessageState[]>;
   /** The stored header summaries of some messages, as JSON text (IMAP reads them only for contents whose ENVELOPE it has not cached). */
   listSummaries(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SummaryRow[]>;
+  /** What IMAP SORT and THREAD order by (RFC 5256): arrival, size and the stored SortKeys of some messages (UID order). */
+  listSortKeys(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SortRow[]>;
   /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
   folderIndex(folderId: number): Promise<FolderIndex>;
   /** The raw source, or null if the message is gone. */

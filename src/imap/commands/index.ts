@@ -9,6 +9,7 @@ import { FETCH } from './fetch.js';
 import { CREATE, DELETE, LIST, LSUB, NAMESPACE, RENAME, STATUS, SUBSCRIBE, UNSUBSCRIBE } from './mailboxes.js';
 import { SEARCH } from './search.js';
 import { CHECK, CLOSE, EXAMINE, EXPUNGE, SELECT, UNSELECT } from './select.js';
+import { SORT, THREAD } from './sort.js';
 import { STORE } from './store.js';
 import type { CommandSpec } from './types.js';
 
@@ -46,4 +47,6 @@ export const COMMANDS: { [N in CommandName]: CommandSpec<N> } = {
   GETQUOTA,
   GETQUOTAROOT,
   SETQUOTA,
+  SORT,
+  THREAD,
 };

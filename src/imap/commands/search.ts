@@ -8,6 +8,7 @@ import { FETCH_BATCH } from '../protocol/limits.js';
 import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
+import type { Session } from '../session.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
@@ -112,40 +113,62 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, r
   }
 }
 
+/** A message the criteria matched. */
+export interface SearchHit {
+  seq: number;
+  uid: number;
+  modseq: number;
+}
+
+/**
+ * The messages of the selected folder the key matches, in sequence order (SEARCH; SORT and THREAD select
+ * with it too). `ALL` alone reads nothing.
+ */
+export async function searchMessages(s: Session, key: SearchKey): Promise<SearchHit[]> {
+  const view = s.selected!;
+  const hits: SearchHit[] = [];
+  if (key.op === 'all') {
+    // Those expunged meanwhile (not yet announced) are left out, as the rows read below would leave them.
+    for (let i = 0; i < view.count; i++) {
+      const uid = view.uid(i);
+      if (!view.pendingExpunge.has(uid)) hits.push({ seq: i + 1, uid, modseq: view.modseqAt(i) });
+    }
+    return hits;
+  }
+  const content = needsContent(key);
+  const maxSeq = view.count;
+  const maxUid = view.lastUid;
+  // Metadata per batch from the store (one range scan each); contents one message at a time.
+  for (let b = 0; b < view.count && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
+    const end = Math.min(view.count, b + FETCH_BATCH);
+    const batch: number[] = [];
+    for (let i = b; i < end; i++) batch.push(view.uid(i));
+    const rows = await readRows(s, batch, needsInternalDate(key) ? 'meta' : 'state');
+    for (let i = b; i < end; i++) {
+      const meta = rows.get(batch[i - b]!);
+      if (!meta) continue; // expunged meanwhile
+      const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
+      if (content) {
+        c.raw = await s.store.readMessage(view.folderId, meta.uid);
+        if (c.raw) c.tree = parseMessage(c.raw);
+      }
+      if (matches(key, c, maxSeq, maxUid, view.recent)) hits.push({ seq: i + 1, uid: meta.uid, modseq: meta.modseq });
+    }
+  }
+  return hits;
+}
+
 export const SEARCH: CommandSpec<'SEARCH'> = {
   states: SELECTED,
   updates: 'no-expunge',
   async handle(s, cmd) {
     if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
     await s.sync(false);
-    const view = s.selected!;
     const withModseq = usesModseq(cmd.key);
     if (withModseq) s.condstore = true;
-    const content = needsContent(cmd.key);
-    const maxSeq = view.count;
-    const maxUid = view.lastUid;
-    const hits: number[] = [];
-    let highest = 0;
-    // Metadata per batch from the store (one range scan each); contents one message at a time.
-    for (let b = 0; b < view.count && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
-      const end = Math.min(view.count, b + FETCH_BATCH);
-      const batch: number[] = [];
-      for (let i = b; i < end; i++) batch.push(view.uid(i));
-      const rows = await readRows(s, batch, needsInternalDate(cmd.key) ? 'meta' : 'state');
-      for (let i = b; i < end; i++) {
-        const meta = rows.get(batch[i - b]!);
-        if (!meta) continue; // expunged meanwhile
-        const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
-        if (content) {
-          c.raw = await s.store.readMessage(view.folderId, meta.uid);
-          if (c.raw) c.tree = parseMessage(c.raw);
-        }
-        if (matches(cmd.key, c, maxSeq, maxUid, view.recent)) {
-          hits.push(cmd.uid ? meta.uid : i + 1);
-          if (meta.modseq > highest) highest = meta.modseq;
-        }
-      }
-    }
+    const found = await searchMessages(s, cmd.key);
+    const hits = found.map((h) => (cmd.uid ? h.uid : h.seq));
+    const highest = found.reduce((n, h) => Math.max(n, h.modseq), 0);
     let line = hits.length ? `SEARCH ${hits.join(' ')}` : 'SEARCH';
     if (withModseq && hits.length) line += ` (MODSEQ ${highest})`;
     await s.untagged(line);

@@ -5,6 +5,7 @@ import { decodeMailboxName, isModifiedUtf7 } from './mutf7.js';
 import type { RawCommand } from './reader.js';
 import { parseSearchKeys, type SearchKey } from './search.js';
 import { parseSequenceSet, type SequenceSet } from './sequence.js';
+import { parseSortCriteria, parseThreadAlgorithm, type SortCriterion, type ThreadAlgorithm } from './sort.js';
 import { ParseError, parseNumber, tokenize, Tokens, type Token } from './tokens.js';
 
 export type StoreMode = 'add' | 'remove' | 'set';
@@ -29,7 +30,9 @@ export type Command =
   | { name: 'ENABLE'; capabilities: string[] }
   | { name: 'GETQUOTA'; root: string }
   | { name: 'GETQUOTAROOT'; mailbox: string }
-  | { name: 'SETQUOTA'; root: string };
+  | { name: 'SETQUOTA'; root: string }
+  | { name: 'SORT'; uid: boolean; criteria: SortCriterion[]; charset: string; key: SearchKey }
+  | { name: 'THREAD'; uid: boolean; algorithm: ThreadAlgorithm; charset: string; key: SearchKey };
 
 export type CommandName = Command['name'];
 
@@ -328,12 +331,28 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       ts.end();
       return { name, mailbox };
     }
+    case 'SORT': {
+      // RFC 5256 §4: SORT (sort-criteria) charset search-key…
+      const criteria = parseSortCriteria(ts.list('sort criteria'));
+      const charset = ts.astring('charset').toUpperCase();
+      const rest: Token[] = [];
+      while (!ts.done) rest.push(ts.next('search key'));
+      return { name, uid, criteria, charset, key: parseSearchKeys(rest) };
+    }
+    case 'THREAD': {
+      // RFC 5256 §4: THREAD thread-alg charset search-key…
+      const algorithm = parseThreadAlgorithm(ts.atom('thread algorithm'));
+      const charset = ts.astring('charset').toUpperCase();
+      const rest: Token[] = [];
+      while (!ts.done) rest.push(ts.next('search key'));
+      return { name, uid, algorithm, charset, key: parseSearchKeys(rest) };
+    }
     default:
       throw new ParseError(`Unknown command ${name}`);
   }
 }
 
-const UID_COMMANDS = new Set(['FETCH', 'STORE', 'COPY', 'MOVE', 'SEARCH', 'EXPUNGE']);
+const UID_COMMANDS = new Set(['FETCH', 'STORE', 'COPY', 'MOVE', 'SEARCH', 'EXPUNGE', 'SORT', 'THREAD']);
 
 export function parseCommand(raw: RawCommand): ParsedCommand {
   const first = raw.parts[0];
