@@ -8,6 +8,7 @@ import { FETCH_BATCH } from '../protocol/limits.js';
 import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
+import { needsSource, textHits, type TextHits } from './search-text.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
@@ -15,6 +16,8 @@ interface Candidate {
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
+  /** BODY/TEXT answered by the full-text index (search-text.ts); without it, the source is scanned. */
+  hits?: TextHits;
 }
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -104,8 +107,10 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, r
       );
     }
     case 'body':
+      if (c.hits) return c.hits.get(key)!.has(c.meta.uid);
       return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
     case 'text':
+      if (c.hits) return c.hits.get(key)!.has(c.meta.uid);
       return c.tree && c.raw
         ? contains(headerText(c.tree), key.value) || contains(partHeaderText(c.tree), key.value) || contains(bodyText(c.raw, c.tree), key.value)
         : false;
@@ -121,7 +126,8 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
     const view = s.selected!;
     const withModseq = usesModseq(cmd.key);
     if (withModseq) s.condstore = true;
-    const content = needsContent(cmd.key);
+    const content = needsSource(cmd.key);
+    const indexed = needsContent(cmd.key) ? await textHits(s.store, view.folderId, cmd.key) : undefined;
     const maxSeq = view.count;
     const maxUid = view.lastUid;
     const hits: number[] = [];
@@ -135,7 +141,7 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
       for (let i = b; i < end; i++) {
         const meta = rows.get(batch[i - b]!);
         if (!meta) continue; // expunged meanwhile
-        const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
+        const c: Candidate = { meta, seq: i + 1, raw: null, tree: null, hits: indexed };
         if (content) {
           c.raw = await s.store.readMessage(view.folderId, meta.uid);
           if (c.raw) c.tree = parseMessage(c.raw);
