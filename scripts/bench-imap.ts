@@ -198,8 +198,16 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
     fetched = r.untagged;
   }
   await mark();
+  // SEARCH BODY/TEXT of the whole mailbox (the full-text index): a rare needle, a common one, a short one.
+  const searches: Array<{ cmd: string; ms: number; hits: number }> = [];
+  for (const cmd of [`UID SEARCH TEXT "message ${o.n - 1} of"`, 'UID SEARCH BODY "consectetur adipiscing"', 'UID SEARCH TEXT "Sender 42"', 'UID SEARCH BODY "zq"']) {
+    const t0 = performance.now();
+    let hits = 0;
+    await solo.run(cmd, (line) => (hits = line.trim().split(' ').length - 2));
+    searches.push({ cmd, ms: performance.now() - t0, hits });
+  }
   solo.close();
-  send({ fetchAll, fetched });
+  send({ fetchAll, fetched, searches });
 
   const lat: Record<string, number[]> = {};
   const record = (name: string, ms: number) => (lat[name] ??= []).push(ms);
@@ -401,7 +409,7 @@ async function serverMain(o: Options): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
-    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number; stress?: StressResult }) => {
+    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; searches?: Array<{ cmd: string; ms: number; hits: number }>; lat?: Record<string, number[]>; seconds?: number; stress?: StressResult }) => {
       if (m.mark && o.stress) {
         runCpu = process.cpuUsage();
         child.send({ ack: true });
@@ -430,6 +438,7 @@ async function serverMain(o: Options): Promise<void> {
       if (m.fetchAll) {
         const cpu = marks.slice(1).map((c, i) => (c.user + c.system - marks[i]!.user - marks[i]!.system) / 1000);
         stopProfile();
+        for (const x of m.searches ?? []) console.log(`${x.cmd} over ${o.n} messages, idle server: ${x.ms.toFixed(1)} ms, ${x.hits} found`);
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
         console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm (wall); server CPU ${cpu.map((x) => x.toFixed(0)).join(' / ')} ms; load ${os.loadavg()[0]!.toFixed(2)}`);
         t0 = Date.now();

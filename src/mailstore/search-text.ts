@@ -45,6 +45,8 @@ export async function indexSources(trx: Queryable, items: Array<{ sha256: string
  * the body column, TEXT in all three). A needle of three characters or more goes through the index (its
  * trigrams as one phrase: an exact substring match); a shorter one is looked for in the stored text.
  */
+// The index is matched once (a list SQLite builds, with a Bloom filter) and the folder's messages are tested
+// against it: `+d.id` keeps SQLite from turning the IN into a match per message (~1 ms each: 4.6 s for 3,000).
 export function createTextSearch(core: Core) {
   return {
     async searchText(folderId: number, where: 'body' | 'text', needle: string): Promise<number[]> {
@@ -55,7 +57,7 @@ export function createTextSearch(core: Core) {
           ? await queryRows<{ uid: number }>(
               core.reads,
               `SELECT m.uid FROM mail_messages m INDEXED BY mail_messages_state JOIN mail_fts_docs d ON d.sha256 = m.blob_id
-               WHERE m.folder_id = ? AND d.id IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH ?) ORDER BY m.uid`,
+               WHERE m.folder_id = ? AND +d.id IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH ?) ORDER BY m.uid`,
               [folderId, `{${columns.join(' ')}} : ${ftsPhrase(n)}`],
             )
           : await queryRows<{ uid: number }>(
