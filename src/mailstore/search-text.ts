@@ -7,7 +7,8 @@
 // - body: the decoded text/* and message/* parts, embedded messages' headers included (BODY and TEXT)
 // Each lower-cased as JavaScript lower-cases (the index's trigram tokenizer is case-sensitive, so the index
 // compares exactly what `hay.toLowerCase().includes(needle.toLowerCase())` compares).
-import { execute, queryRows, type Queryable } from '../db/index.js';
+// From db/direct.ts, not db/index.ts: migration 028 imports this module, and db/index.ts imports the migrations.
+import { execute, queryRows, type Queryable } from '../db/direct.js';
 import { parseMessage } from './mime/parse.js';
 import type { Core } from './rows.js';
 import { bodyText, headerText, partHeaderText } from './mime/text.js';
