@@ -5,6 +5,7 @@
 // source's hash → the index's rowid; not mail_blobs' own rowid, which VACUUM may renumber): copies share it,
 // and it goes with the source, by trigger, in the transaction that drops the source's last message (expunge,
 // move, folder delete, account purge, the cascades of a domain or team).
+// No column sizes (columnsize = 0: nothing ranks the matches, and each insert writes one row less).
 // Existing sources are indexed here, a batch of sources at a time (never the whole store in memory).
 import type { Knex } from 'knex';
 import { indexSources, searchTextOf } from '../../mailstore/search-text.js';
@@ -12,7 +13,7 @@ import { indexSources, searchTextOf } from '../../mailstore/search-text.js';
 const BATCH = 200;
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw("CREATE VIRTUAL TABLE mail_fts USING fts5(head, parts, body, tokenize = 'trigram case_sensitive 1')");
+  await knex.raw("CREATE VIRTUAL TABLE mail_fts USING fts5(head, parts, body, tokenize = 'trigram case_sensitive 1', columnsize = 0)");
   await knex.raw('CREATE TABLE mail_fts_docs (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE)');
   await knex.raw(`CREATE TRIGGER mail_blobs_fts AFTER DELETE ON mail_blobs BEGIN
     DELETE FROM mail_fts WHERE rowid = (SELECT id FROM mail_fts_docs WHERE sha256 = OLD.sha256);
