@@ -5,6 +5,15 @@
 // message is delivered every 100 ms.
 //
 //   npm run bench:imap -- [--n 10000] [--sessions 20] [--seconds 20] [--keep] [--profile file.cpuprofile]
+//   npm run bench:imap -- --stress [--clients 10] [--n 30] [--seconds 20] [--profile file.cpuprofile]
+//
+// --stress is the many-session load of an IMAP stress tester (imaptest's default run; issue 35 §3): `--clients`
+// clients each connect over TLS, LOGIN, SELECT INBOX, UID FETCH BODY.PEEK[] of a random message, UID STORE a
+// flag, APPEND a message (LITERAL+), STORE \Deleted on the first message and EXPUNGE, LOGOUT, and again, for
+// `--seconds`, all against one shared mailbox of about `--n` messages (imaptest keeps its mailbox at 30 by
+// default: each round appends one and expunges about one). Printed: logins/s, commands/s, protocol errors
+// (a NO, BAD or BYE, or a socket error), p50/p99 per command kind, the server's CPU per command and its memory.
+// With --profile the V8 CPU profile covers the stress run.
 //
 // --profile writes a V8 CPU profile of the server process covering the idle-server FETCH 1:* runs (cold and
 // warm, from the client's connect to its last response); open it in Chrome DevTools or speedscope.
@@ -37,10 +46,12 @@ interface Options {
   seconds: number;
   keep: boolean;
   profile: string | null;
+  stress: boolean;
+  clients: number;
 }
 
 function parseArgs(argv: string[]): Options & { client: boolean; port: number } {
-  const o: Options & { client: boolean; port: number } = { n: 10_000, sessions: 20, seconds: 20, keep: false, profile: null, client: false, port: 0 };
+  const o: Options & { client: boolean; port: number } = { n: 0, sessions: 20, seconds: 20, keep: false, profile: null, stress: false, clients: 10, client: false, port: 0 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
     const value = () => Number(inline ?? argv[++i]);
@@ -51,8 +62,12 @@ function parseArgs(argv: string[]): Options & { client: boolean; port: number } 
     else if (flag === '--profile') o.profile = inline ?? argv[++i]!;
     else if (flag === '--client') o.client = true;
     else if (flag === '--port') o.port = value();
+    else if (flag === '--stress') o.stress = true;
+    else if (flag === '--clients') o.clients = value();
     else throw new Error(`unknown option ${flag}`);
   }
+  if (!o.n) o.n = o.stress ? 30 : 10_000;
+  if (!(o.clients >= 1)) throw new Error('--clients ≥ 1');
   if (!(o.n >= 1 && o.sessions >= 1 && o.seconds >= 1)) throw new Error('--n, --sessions, --seconds ≥ 1');
   return o;
 }
@@ -119,14 +134,17 @@ class Client {
   }
 
   /** Sends a command; resolves with the count of untagged responses when the tagged one arrives. */
-  async run(command: string): Promise<{ status: string; untagged: number }> {
+  async run(command: string | Buffer, onUntagged?: (line: string) => void): Promise<{ status: string; untagged: number }> {
     const tag = `t${++this.tagN}`;
-    this.socket.write(`${tag} ${command}\r\n`);
+    this.socket.write(typeof command === 'string' ? `${tag} ${command}\r\n` : Buffer.concat([Buffer.from(`${tag} `), command, Buffer.from('\r\n')]));
     let untagged = 0;
     for (;;) {
       const line = await this.readLine();
       if (line.startsWith(tag + ' ')) return { status: line.slice(tag.length + 1, tag.length + 3), untagged };
-      if (line.startsWith('*')) untagged++;
+      if (line.startsWith('*')) {
+        untagged++;
+        onUntagged?.(line);
+      }
     }
   }
 
@@ -180,8 +198,16 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
     fetched = r.untagged;
   }
   await mark();
+  // SEARCH BODY/TEXT of the whole mailbox (the full-text index): a rare needle, a common one, a short one.
+  const searches: Array<{ cmd: string; ms: number; hits: number }> = [];
+  for (const cmd of [`UID SEARCH TEXT "message ${o.n - 1} of"`, 'UID SEARCH BODY "consectetur adipiscing"', 'UID SEARCH TEXT "Sender 42"', 'UID SEARCH BODY "zq"']) {
+    const t0 = performance.now();
+    let hits = 0;
+    await solo.run(cmd, (line) => (hits = line.trim().split(' ').length - 2));
+    searches.push({ cmd, ms: performance.now() - t0, hits });
+  }
   solo.close();
-  send({ fetchAll, fetched });
+  send({ fetchAll, fetched, searches });
 
   const lat: Record<string, number[]> = {};
   const record = (name: string, ms: number) => (lat[name] ??= []).push(ms);
@@ -248,6 +274,67 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
   send({ lat, seconds });
 }
 
+/** --stress: `clients` loops of connect, LOGIN, SELECT, UID FETCH, UID STORE, APPEND, STORE+EXPUNGE, LOGOUT. */
+async function stressMain(o: Options & { port: number }): Promise<void> {
+  const send = (m: unknown) => process.send!(m);
+  const lat: Record<string, number[]> = {};
+  const errors: Record<string, number> = {};
+  let logins = 0;
+  const record = (name: string, ms: number) => (lat[name] ??= []).push(ms);
+  const fail = (what: string) => (errors[what] = (errors[what] ?? 0) + 1);
+  // The server notes its CPU time and memory when the run starts (acknowledged before the first command).
+  await new Promise<void>((resolve) => {
+    process.once('message', () => resolve());
+    send({ mark: true });
+  });
+  const started = performance.now();
+  const deadline = started + o.seconds * 1000;
+  let appended = 0;
+  await Promise.all(
+    Array.from({ length: o.clients }, async (_, i) => {
+      while (performance.now() < deadline) {
+        let c: Client | null = null;
+        try {
+          let t0 = performance.now();
+          c = await Client.connect(o.port);
+          record('connect + TLS + greeting', performance.now() - t0);
+          const timed = async (name: string, cmd: string | Buffer, onUntagged?: (line: string) => void, expect = 'OK') => {
+            t0 = performance.now();
+            const r = await c!.run(cmd, onUntagged);
+            record(name, performance.now() - t0);
+            if (r.status !== expect) fail(`${name} ${r.status}`);
+            return r;
+          };
+          await timed('LOGIN', `LOGIN "${USER}" "${PASSWORD}"`);
+          logins++;
+          let exists = 0;
+          let uidNext = 0;
+          await timed('SELECT', 'SELECT INBOX', (line) => {
+            const e = /^\* (\d+) EXISTS/.exec(line);
+            if (e) exists = Number(e[1]);
+            const u = /\[UIDNEXT (\d+)\]/.exec(line);
+            if (u) uidNext = Number(u[1]);
+          });
+          // A UID among the last `exists` (the oldest are expunged first); one expunged meanwhile answers nothing, not an error.
+          const uid = Math.max(1, uidNext - 1 - Math.floor(Math.random() * Math.max(1, exists)));
+          await timed('UID FETCH BODY.PEEK[]', `UID FETCH ${uid} (UID RFC822.SIZE BODY.PEEK[])`);
+          await timed('UID STORE', `UID STORE ${uid} ${Math.random() < 0.5 ? '+' : '-'}FLAGS.SILENT (${Math.random() < 0.5 ? '\\Seen' : '\\Flagged'})`);
+          const raw = mailboxMessage(o.n + i * 1_000_000 + ++appended, o.n, USER);
+          await timed('APPEND', Buffer.concat([Buffer.from(`APPEND INBOX (\\Seen) {${raw.length}+}\r\n`), raw]));
+          await timed('STORE \\Deleted', 'STORE 1 +FLAGS.SILENT (\\Deleted)');
+          await timed('EXPUNGE', 'EXPUNGE');
+          await timed('LOGOUT', 'LOGOUT');
+        } catch (err) {
+          fail(`socket: ${(err as Error).message}`);
+        } finally {
+          c?.close();
+        }
+      }
+    }),
+  );
+  send({ stress: { lat, errors, logins, seconds: (performance.now() - started) / 1000 } });
+}
+
 // ---------------------------------------------------------------------------------------------- server
 
 
@@ -263,7 +350,7 @@ async function serverMain(o: Options): Promise<void> {
   const now = new Date().toISOString();
   await ctx.db('domains').insert({ id: 'dom_bench', team_id: teamId, name: 'bench.test', status: 'verified', region: 'eu-west-1', open_tracking: false, click_tracking: false, tls_mode: 'opportunistic', created_at: now, updated_at: now });
   const account = await ctx.mailstore.createAccount({ teamId, domainId: 'dom_bench', address: USER, password: PASSWORD });
-  console.log(`bench:imap  ${o.n} messages, ${o.sessions} sessions, ${o.seconds} s, node ${process.version}, ${os.cpus().length} CPUs`);
+  console.log(`bench:imap${o.stress ? ' --stress' : ''}  ${o.n} messages, ${o.stress ? `${o.clients} clients` : `${o.sessions} sessions`}, ${o.seconds} s, node ${process.version}, ${os.cpus().length} CPUs`);
   let t0 = Date.now();
   let bytes = 0;
   for (let i = 0; i < o.n; i += 200) {
@@ -300,27 +387,58 @@ async function serverMain(o: Options): Promise<void> {
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
   const inFlight = new Set<Promise<unknown>>();
-  const child = fork(fileURLToPath(import.meta.url), ['--client', '--port', String(appliance.ports.imaps.port), '--n', String(o.n), '--sessions', String(o.sessions), '--seconds', String(o.seconds)], { execArgv: ['--import', 'tsx'] });
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['--client', '--port', String(appliance.ports.imaps.port), '--n', String(o.n), '--sessions', String(o.sessions), '--seconds', String(o.seconds), '--clients', String(o.clients), ...(o.stress ? ['--stress'] : [])],
+    { execArgv: ['--import', 'tsx'] },
+  );
   const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+  const profiling: Array<Promise<void>> = [];
+  const stopProfile = () => {
+    if (!profiler) return;
+    const session = profiler;
+    profiler = null;
+    profiling.push(
+      session.post('Profiler.stop').then(({ profile }) => {
+        writeFileSync(o.profile!, JSON.stringify(profile));
+        console.log(`CPU profile of the ${o.stress ? 'stress run' : 'idle-server FETCHes'} written to ${o.profile}`);
+        session.disconnect();
+      }),
+    );
+  };
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => (code ? reject(new Error(`client exited with ${code}`)) : resolve()));
-    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; lat?: Record<string, number[]>; seconds?: number }) => {
+    child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; searches?: Array<{ cmd: string; ms: number; hits: number }>; lat?: Record<string, number[]>; seconds?: number; stress?: StressResult }) => {
+      if (m.mark && o.stress) {
+        runCpu = process.cpuUsage();
+        child.send({ ack: true });
+        return;
+      }
+      if (m.stress) {
+        const r = m.stress;
+        const used = process.cpuUsage(runCpu);
+        const ops = Object.entries(r.lat).reduce((n, [name, l]) => n + (name.startsWith('connect') ? 0 : l.length), 0);
+        const errors = Object.values(r.errors).reduce((a, b) => a + b, 0);
+        console.log(`stress: ${o.clients} clients over TLS for ${r.seconds.toFixed(1)} s against one mailbox of ~${o.n} messages; load ${os.loadavg()[0]!.toFixed(2)}`);
+        console.log(`logins/s ${(r.logins / r.seconds).toFixed(1)}   commands/s ${(ops / r.seconds).toFixed(1)} (${ops} commands)   errors ${errors}${errors ? ` ${JSON.stringify(r.errors)}` : ''}`);
+        console.log(`server CPU: ${((used.user + used.system) / 1000).toFixed(0)} ms, ${((used.user + used.system) / 1000 / ops).toFixed(3)} ms a command (TLS handshakes included)`);
+        console.log('command                              ops/s     p50 ms    p99 ms');
+        for (const [name, list] of Object.entries(r.lat)) {
+          list.sort((a, b) => a - b);
+          console.log(`${name.padEnd(36)} ${(list.length / r.seconds).toFixed(1).padStart(6)} ${pct(list, 50).toFixed(1).padStart(10)} ${pct(list, 99).toFixed(1).padStart(9)}`);
+        }
+        stopProfile();
+        return;
+      }
       if (m.mark) {
         marks.push(process.cpuUsage());
         child.send({ ack: true });
       }
       if (m.fetchAll) {
         const cpu = marks.slice(1).map((c, i) => (c.user + c.system - marks[i]!.user - marks[i]!.system) / 1000);
-        if (profiler) {
-          const session = profiler;
-          profiler = null;
-          void session.post('Profiler.stop').then(({ profile }) => {
-            writeFileSync(o.profile!, JSON.stringify(profile));
-            console.log(`CPU profile of the idle-server FETCHes written to ${o.profile}`);
-            session.disconnect();
-          });
-        }
+        stopProfile();
+        for (const x of m.searches ?? []) console.log(`${x.cmd} over ${o.n} messages, idle server: ${x.ms.toFixed(1)} ms, ${x.hits} found`);
         const [cold, ...warm] = m.fetchAll.map((x) => x.toFixed(0));
         console.log(`FETCH 1:* (FLAGS ENVELOPE) of ${m.fetched} messages, idle server: ${cold} ms cold, ${warm.join(' / ')} ms warm (wall); server CPU ${cpu.map((x) => x.toFixed(0)).join(' / ')} ms; load ${os.loadavg()[0]!.toFixed(2)}`);
         t0 = Date.now();
@@ -347,6 +465,7 @@ async function serverMain(o: Options): Promise<void> {
   });
   clearInterval(sampler);
   await Promise.all(inFlight);
+  await Promise.all(profiling);
   collectGarbage();
   const memAfter = process.memoryUsage();
   const heapAfter = memAfter.heapUsed;
@@ -362,9 +481,16 @@ async function serverMain(o: Options): Promise<void> {
   else console.log(`data kept in ${dataDir}`);
 }
 
+interface StressResult {
+  lat: Record<string, number[]>;
+  errors: Record<string, number>;
+  logins: number;
+  seconds: number;
+}
+
 const opts = parseArgs(process.argv.slice(2));
 if (opts.client) {
-  clientMain(opts).then(
+  (opts.stress ? stressMain(opts) : clientMain(opts)).then(
     () => process.exit(0),
     (err: unknown) => {
       console.error(err);

@@ -260,6 +260,7 @@ export class Session {
     this.dirty = false;
     this.unsubscribe = this.store.onChange(view.target.mailboxId, (change: Change) => {
       if (change.folderId !== view.folderId) return;
+      this.heard++;
       this.dirty = true;
       this.onDirty?.();
     });
@@ -277,6 +278,28 @@ export class Session {
     this.stopWatchingAccount?.();
     this.stopWatchingAccount = null;
     this.state = 'logout';
+  }
+
+  /** Changes to the selected folder heard from the store (`ownChange` tells its own from others'). */
+  private heard = 0;
+
+  /**
+   * Runs a flag change of this session's own (STORE, FETCH's implicit \Seen) that `apply` then puts in the view:
+   * when it was the only change to the mailbox since the view's last sync (its MODSEQ the next one, and the only
+   * changes heard meanwhile its own), the view is current and the next command reads no change feed (three reads
+   * a command that a client storing flags one message at a time paid each time).
+   */
+  async ownChange<T extends { updated: Array<{ modseq: number }> }>(change: () => Promise<T>): Promise<T> {
+    const view = this.selected;
+    const clean = !this.dirty;
+    const heard = this.heard;
+    const result = await change();
+    const modseq = result.updated[0]?.modseq;
+    if (view && clean && this.selected === view && modseq === view.cursor + 1 && this.heard - heard === result.updated.length) {
+      view.cursor = modseq;
+      this.dirty = false;
+    }
+    return result;
   }
 
   /** True when the selected folder changed since the last sync. */

@@ -1,7 +1,7 @@
 // Accounts (mailboxes), logins, address resolution, and what the Mailboxes API edits besides: shares,
 // filters and aliases (with the domain catch-all `*@domain`).
 import { normaliseAddress } from '../core/address.js';
-import { burnPasswordCheck, hashPassword, verifyPassword } from './password.js';
+import { burnPasswordCheck, hashPassword, VerifiedLogins } from './password.js';
 import { nextUidValidity, mailboxState, nowIso, overQuota, toAccount, type Core, type MailboxRow } from './rows.js';
 import {
   DEFAULT_FOLDERS,
@@ -37,6 +37,7 @@ interface AliasRow {
 
 export function createAccountOps(core: Core) {
   const live = () => core.reads('mailboxes').whereNull('deleted_at');
+  const logins = new VerifiedLogins(() => core.clock.now().getTime());
   /** A write to what addresses resolve to (accounts, aliases, filter rules): announced once it has settled. */
   const directoryWrite = <T>(write: Promise<T>): Promise<T> => core.directory.after(write);
 
@@ -134,7 +135,7 @@ export function createAccountOps(core: Core) {
         await burnPasswordCheck(password);
         return null;
       }
-      return (await verifyPassword(password, row.password_hash)) ? toAccount(row) : null;
+      return (await logins.verify(password, row.password_hash)) ? toAccount(row) : null;
     },
 
     async setPassword(id: number, password: string): Promise<void> {

@@ -10,6 +10,7 @@ import { placeholders, type Tx } from '../db/index.js';
 import { normalizeFlags } from './flags.js';
 import { summarize, withCrlfLineEnds } from './headers.js';
 import { sortKeysOf } from './sort-keys.js';
+import { indexSources, searchTextOf, type SearchText } from './search-text.js';
 import {
   announce,
   changeRow,
@@ -40,6 +41,8 @@ interface Item {
   summary: string;
   /** JSON SortKeys (sort-keys.ts), written with the row like the summary. */
   sortKeys: string;
+  /** What SEARCH BODY/TEXT look in, for the full-text index (search-text.ts). */
+  text: SearchText;
   size: number;
   targets: Array<{ mailboxId: number; path: string; flags: string[] }>;
   internalDate: string;
@@ -71,7 +74,7 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
     return outcome.copies;
   }
 
-  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'size' | 'internalDate'> {
+  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'text' | 'size' | 'internalDate'> {
     if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
     const raw = withCrlfLineEnds(source);
     return {
@@ -79,6 +82,7 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
       raw,
       summary: JSON.stringify(summarize(raw)),
       sortKeys: JSON.stringify(sortKeysOf(raw)),
+      text: searchTextOf(raw),
       size: raw.length,
       internalDate: internalDateText(internalDate ?? core.clock.now()),
     };
@@ -168,6 +172,8 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       await trx('mail_blobs').insert(blobRows.slice(i, j)).onConflict('sha256').ignore();
       i = j;
     }
+    // Their full-text rows, in the same transaction (a source already stored is indexed already).
+    await indexSources(trx, [...blobs.values()].filter((b) => b.refs > 0).map((b) => ({ sha256: b.item.blobId, text: b.item.text })));
     await insertRows(trx, 'mail_messages', messages);
     await insertRows(trx, 'mail_changes', changes);
     const dirtyFolders = [...folders.values()].filter((f) => f.dirty);

@@ -19,6 +19,7 @@ import { createDeliveryWriter } from './delivery.js';
 import { createFolderOps } from './folders.js';
 import { createMessageOps } from './messages.js';
 import { toChange, type ChangeRow, type Core } from './rows.js';
+import { createTextSearch } from './search-text.js';
 import type { Change, MailStore } from './types.js';
 
 /** Changes deleted per `pruneChanges` call (one short transaction). */
@@ -47,6 +48,7 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     ...createAccountOps(core),
     ...createFolderOps(core),
     ...createMessageOps(core),
+    ...createTextSearch(core),
     deliver: writer.deliver,
     append: writer.append,
 

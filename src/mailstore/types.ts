@@ -348,6 +348,11 @@ export interface MailStore {
   listSortKeys(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }): Promise<SortRow[]>;
   /** UIDs and MODSEQs of a folder, its first unseen message and keywords (IMAP SELECT; no message rows read). */
   folderIndex(folderId: number): Promise<FolderIndex>;
+  /**
+   * UIDs (ascending) of the folder's messages whose decoded text contains `needle`, case-insensitively, from the
+   * full-text index (search-text.ts): IMAP SEARCH BODY (`body`) and TEXT (`text`, headers and MIME headers too).
+   */
+  searchText(folderId: number, where: 'body' | 'text', needle: string): Promise<number[]>;
   /** The raw source, or null if the message is gone. */
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
   /** A ZonedDate is stored with its zone (FETCH INTERNALDATE gives it back as written); a Date as UTC. */

@@ -248,7 +248,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
       if (needs.setSeen) {
         const unseen = batch.filter((uid) => rows.has(uid) && !rows.get(uid)!.flags.includes('\\Seen'));
         if (unseen.length) {
-          const res = await s.store.setFlags(view.folderId, unseen, 'add', ['\\Seen']);
+          const res = await s.ownChange(() => s.store.setFlags(view.folderId, unseen, 'add', ['\\Seen']));
           for (const m of res.updated) {
             rows.set(m.uid, m);
             changedFlags.add(m.uid);

@@ -9,6 +9,7 @@ import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
 import type { Session } from '../session.js';
+import { needsSource, textHits, type TextHits } from './search-text.js';
 import { no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
@@ -16,6 +17,8 @@ interface Candidate {
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
+  /** BODY/TEXT answered by the full-text index (search-text.ts); without it, the source is scanned. */
+  hits?: TextHits;
 }
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -105,8 +108,10 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, r
       );
     }
     case 'body':
+      if (c.hits) return c.hits.get(key)!.has(c.meta.uid);
       return c.tree && c.raw ? contains(bodyText(c.raw, c.tree), key.value) : false;
     case 'text':
+      if (c.hits) return c.hits.get(key)!.has(c.meta.uid);
       return c.tree && c.raw
         ? contains(headerText(c.tree), key.value) || contains(partHeaderText(c.tree), key.value) || contains(bodyText(c.raw, c.tree), key.value)
         : false;
@@ -135,7 +140,8 @@ export async function searchMessages(s: Session, key: SearchKey): Promise<Search
     }
     return hits;
   }
-  const content = needsContent(key);
+  const content = needsSource(key);
+  const indexed = needsContent(key) ? await textHits(s.store, view.folderId, key) : undefined;
   const maxSeq = view.count;
   const maxUid = view.lastUid;
   // Metadata per batch from the store (one range scan each); contents one message at a time.
@@ -147,7 +153,7 @@ export async function searchMessages(s: Session, key: SearchKey): Promise<Search
     for (let i = b; i < end; i++) {
       const meta = rows.get(batch[i - b]!);
       if (!meta) continue; // expunged meanwhile
-      const c: Candidate = { meta, seq: i + 1, raw: null, tree: null };
+      const c: Candidate = { meta, seq: i + 1, raw: null, tree: null, hits: indexed };
       if (content) {
         c.raw = await s.store.readMessage(view.folderId, meta.uid);
         if (c.raw) c.tree = parseMessage(c.raw);

@@ -18,7 +18,7 @@ export const STORE: CommandSpec<'STORE'> = {
     if (uids.length === 0) return ok('Store completed');
     let result;
     try {
-      result = await s.store.setFlags(view.folderId, uids, cmd.mode, cmd.flags, cmd.unchangedSince !== null ? { unchangedSince: cmd.unchangedSince } : {});
+      result = await s.ownChange(() => s.store.setFlags(view.folderId, uids, cmd.mode, cmd.flags, cmd.unchangedSince !== null ? { unchangedSince: cmd.unchangedSince } : {}));
     } catch (err) {
       return storeFailure(err);
     }
