@@ -4,6 +4,7 @@ import type { MessageState } from '../../mailstore/types.js';
 import { parseAddressList } from '../mime/addresses.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
+import { esearchLine, savedUids, withSavedResult, type Hit } from '../protocol/esearch.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
 import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
@@ -116,22 +117,27 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
   states: SELECTED,
   updates: 'no-expunge',
   async handle(s, cmd) {
-    if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
+    const saving = cmd.ret?.includes('SAVE') === true;
+    if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') {
+      // RFC 5182 §2.1: a SEARCH (SAVE) answered NO leaves `$` empty.
+      if (saving) s.selected!.saved.clear();
+      return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
+    }
     await s.sync(false);
     const view = s.selected!;
-    const withModseq = usesModseq(cmd.key);
+    const key = withSavedResult(cmd.key, view.saved);
+    const withModseq = usesModseq(key);
     if (withModseq) s.condstore = true;
-    const content = needsContent(cmd.key);
+    const content = needsContent(key);
     const maxSeq = view.count;
     const maxUid = view.lastUid;
-    const hits: number[] = [];
-    let highest = 0;
+    const hits: Hit[] = [];
     // Metadata per batch from the store (one range scan each); contents one message at a time.
     for (let b = 0; b < view.count && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
       const end = Math.min(view.count, b + FETCH_BATCH);
       const batch: number[] = [];
       for (let i = b; i < end; i++) batch.push(view.uid(i));
-      const rows = await readRows(s, batch, needsInternalDate(cmd.key) ? 'meta' : 'state');
+      const rows = await readRows(s, batch, needsInternalDate(key) ? 'meta' : 'state');
       for (let i = b; i < end; i++) {
         const meta = rows.get(batch[i - b]!);
         if (!meta) continue; // expunged meanwhile
@@ -140,15 +146,22 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
           c.raw = await s.store.readMessage(view.folderId, meta.uid);
           if (c.raw) c.tree = parseMessage(c.raw);
         }
-        if (matches(cmd.key, c, maxSeq, maxUid, view.recent)) {
-          hits.push(cmd.uid ? meta.uid : i + 1);
-          if (meta.modseq > highest) highest = meta.modseq;
-        }
+        if (matches(key, c, maxSeq, maxUid, view.recent)) hits.push({ n: cmd.uid ? meta.uid : i + 1, uid: meta.uid, modseq: meta.modseq });
       }
     }
-    let line = hits.length ? `SEARCH ${hits.join(' ')}` : 'SEARCH';
-    if (withModseq && hits.length) line += ` (MODSEQ ${highest})`;
-    await s.untagged(line);
+    if (saving && s.selected === view) {
+      view.saved.clear();
+      for (const uid of savedUids(cmd.ret!, hits)) view.saved.add(uid);
+    }
+    if (cmd.ret || s.imap4rev2) {
+      // ESEARCH (RFC 4731); IMAP4rev2 answers every SEARCH so, no RETURN meaning RETURN (ALL) (RFC 9051 §6.4.4).
+      const line = esearchLine(cmd.tag, cmd.uid, cmd.ret ?? ['ALL'], hits, withModseq);
+      if (line) await s.untagged(line);
+    } else {
+      let line = hits.length ? `SEARCH ${hits.map((h) => h.n).join(' ')}` : 'SEARCH';
+      if (withModseq && hits.length) line += ` (MODSEQ ${hits.reduce((m, h) => Math.max(m, h.modseq), 0)})`;
+      await s.untagged(line);
+    }
     return ok(`${cmd.uid ? 'UID ' : ''}SEARCH completed`);
   },
 };
