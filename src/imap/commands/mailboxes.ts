@@ -4,7 +4,7 @@ import { FOLDER_DELIMITER, type Folder } from '../../mailstore/types.js';
 import { formatMailboxName } from '../protocol/mutf7.js';
 import { SHARED_PREFIX, type MailboxTarget, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
-import { AUTH, no, ok, type CommandSpec, type Result } from './types.js';
+import { AUTH, bad, no, ok, type CommandSpec, type Result } from './types.js';
 
 interface Entry {
   name: string;
@@ -252,6 +252,7 @@ export const STATUS: CommandSpec<'STATUS'> = {
   states: AUTH,
   updates: 'full',
   async handle(s, cmd) {
+    if (s.imap4rev2 && cmd.items.includes('RECENT')) return bad('RECENT is not an IMAP4rev2 status item');
     const target = await s.resolve(cmd.mailbox);
     const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
     if (!folder) return no('No such mailbox', 'NONEXISTENT');

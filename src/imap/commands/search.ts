@@ -6,10 +6,10 @@ import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
 import { esearchLine, savedUids, withSavedResult, type Hit } from '../protocol/esearch.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
-import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
+import { needsContent, needsInternalDate, usesModseq, usesRecent, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
-import { no, ok, SELECTED, type CommandSpec } from './types.js';
+import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
   meta: MessageState & { internalDate?: Date; internalDateZone?: number };
@@ -118,6 +118,8 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
   updates: 'no-expunge',
   async handle(s, cmd) {
     const saving = cmd.ret?.includes('SAVE') === true;
+    // RFC 9051 has no \Recent: RECENT, NEW and OLD are not in its grammar (the SEARCH is BAD: `$` stays as it was).
+    if (s.imap4rev2 && usesRecent(cmd.key)) return bad('RECENT, NEW and OLD are not IMAP4rev2 search keys');
     if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') {
       // RFC 5182 §2.1: a SEARCH (SAVE) answered NO leaves `$` empty.
       if (saving) s.selected!.saved.clear();

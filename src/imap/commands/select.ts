@@ -4,6 +4,7 @@ import { FOLDER_DELIMITER, SYSTEM_FLAGS, type Folder } from '../../mailstore/typ
 import { formatMailboxName } from '../protocol/mutf7.js';
 import { SelectedMailbox, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
+import { readRows } from './fetch.js';
 import { AUTH, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
 
 async function open(s: Session, name: string, readOnly: boolean, condstore: boolean): Promise<Result> {
@@ -84,6 +85,9 @@ export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
     let uids: number[] | undefined;
     if (cmd.uids) {
       uids = view.positions(cmd.uids, true).map((p) => view.uid(p));
+      // RFC 4315 §2.1: only those of them that have \Deleted (the store removes whatever it is given).
+      const rows = await readRows(s, uids, 'state');
+      uids = uids.filter((u) => rows.get(u)?.flags.includes('\\Deleted'));
       if (uids.length === 0) return ok('Expunge completed');
     }
     await s.sync(true);
