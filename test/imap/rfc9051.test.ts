@@ -170,6 +170,20 @@ t.test('ESEARCH, SEARCHRES and IMAP4rev2', async (t) => {
     r.destroy();
   });
 
+  await t.test('imapflow enables IMAP4rev2 when offered and reads ESEARCH', async (t) => {
+    const client = await f.client(user.address);
+    t.ok(client.enabled.has('IMAP4REV2'), 'ENABLE IMAP4rev2 (beside CONDSTORE)');
+    const lock = await client.getMailboxLock('INBOX');
+    try {
+      t.same(await client.search({ flagged: true }, { uid: true }), [1, 11], 'a plain UID SEARCH answered with ESEARCH');
+      t.match(await client.search({ flagged: true }, { returnOptions: ['MIN', 'MAX', 'COUNT'] }), { min: 1, max: 9, count: 2 });
+    } finally {
+      lock.release();
+    }
+    t.ok((await client.list()).some((m) => m.path === 'Bücher/Café'), 'UTF-8 names');
+    await client.logout();
+  });
+
   await t.test("Python's imaplib: ESEARCH, SEARCHRES and ENABLE IMAP4rev2", async (t) => {
     const py = [
       'import imaplib, json, ssl, sys',
