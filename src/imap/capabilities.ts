@@ -6,6 +6,7 @@ import { MAX_APPEND_LITERAL_BYTES } from './protocol/limits.js';
 import type { ClientChannel, Session } from './session.js';
 
 export const EXTENSIONS = [
+  'IMAP4rev2', // RFC 9051, after ENABLE IMAP4rev2 (Session.imap4rev2)
   'LITERAL+', // RFC 7888
   'SASL-IR', // RFC 4959
   'ID', // RFC 2971
@@ -26,6 +27,8 @@ export const EXTENSIONS = [
   'SORT=DISPLAY', // RFC 5957
   'THREAD=ORDEREDSUBJECT', // RFC 5256
   'THREAD=REFERENCES',
+  'ESEARCH', // RFC 4731
+  'SEARCHRES', // RFC 5182
 ];
 
 export function capabilities(session: Session): string[] {

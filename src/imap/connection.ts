@@ -119,7 +119,7 @@ export class ImapConnection implements ClientChannel {
       let command: Command | null = null;
       try {
         // The command as far as it came, its message an empty stand-in: a BAD one is answered when it has all come.
-        command = parseCommand({ parts: [...literal.parts, { kind: 'literal', data: Buffer.alloc(0) }, { kind: 'text', text: '' }] }).command;
+        command = parseCommand({ parts: [...literal.parts, { kind: 'literal', data: Buffer.alloc(0) }, { kind: 'text', text: '' }] }, { utf8: this.session.utf8Names }).command;
       } catch {
         /* answered BAD once read */
       }
@@ -312,7 +312,7 @@ export class ImapConnection implements ClientChannel {
     let tag: string;
     let command: Command;
     try {
-      ({ tag, command } = parseCommand(raw));
+      ({ tag, command } = parseCommand(raw, { utf8: this.session.utf8Names }));
     } catch (err) {
       if (!(err instanceof CommandError)) this.deps.log.error({ err }, 'imap parser failed');
       await this.write(err instanceof CommandError ? `${err.tag} BAD ${err.message}\r\n` : '* BAD Invalid command\r\n');

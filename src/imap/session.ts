@@ -7,7 +7,7 @@ import type { Logger } from '../core/logger.js';
 import type { NetworkList } from '../core/trusted-networks.js';
 import type { Change, FolderIndex, MailboxAccount, MailStore, MessageMeta, ShareAccess } from '../mailstore/types.js';
 import { FOLDER_DELIMITER } from '../mailstore/types.js';
-import { resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
+import { isSavedResult, resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
 import type { SummaryCache } from './summary-cache.js';
 
 export type SessionState = 'not-authenticated' | 'authenticated' | 'selected' | 'logout';
@@ -77,6 +77,11 @@ export class SelectedMailbox {
    * the messages from there on count as recent here.
    */
   recentFrom = 0;
+  /**
+   * SEARCHRES (RFC 5182): the UIDs of the last `SEARCH RETURN (SAVE)`, what `$` stands for; empty after SELECT and
+   * before any SAVE; an expunged message leaves it as its EXPUNGE is sent (§2.1).
+   */
+  readonly saved = new Set<number>();
   /** Keywords announced in FLAGS (RFC 3501 §7.2.6: a new one is announced again with FLAGS). */
   readonly keywords = new Set<string>();
   /** Mailbox-wide MODSEQ up to which changes are reflected here. */
@@ -143,6 +148,8 @@ export class SelectedMailbox {
 
   /** 0-based positions named by a sequence set (message numbers or UIDs). */
   positions(set: SequenceSet, byUid: boolean): number[] {
+    // `$` names the same messages in FETCH and UID FETCH (RFC 5182 §2.1): they are kept as UIDs.
+    if (isSavedResult(set)) return [...this.saved].map((u) => this.seqOf(u) - 1).filter((p) => p >= 0).sort((a, b) => a - b);
     return byUid ? resolveUids(set, this.uids) : resolveSeqNumbers(set, this.n);
   }
 
@@ -182,6 +189,7 @@ export class SelectedMailbox {
     }
     this.pendingExpunge.delete(uid);
     this.recent.delete(uid);
+    this.saved.delete(uid);
     return seq;
   }
 
@@ -199,6 +207,11 @@ export class Session {
   selected: SelectedMailbox | null = null;
   /** CONDSTORE enabled (RFC 7162 §3.1): MODSEQ in FETCH responses for flag changes. */
   condstore = false;
+  /**
+   * `ENABLE IMAP4rev2` (RFC 9051): no `\Recent` (no RECENT response, none claimed), SEARCH answers ESEARCH, mailbox
+   * names in UTF-8, SELECT says LIST and CLOSED (Appendix E).
+   */
+  imap4rev2 = false;
   authFailures = 0;
   clientId: Record<string, string | null> | null = null;
   private dirty = false;
@@ -372,7 +385,7 @@ export class Session {
       const grew = view.count > this.announced;
       this.announced = view.count;
       await this.untagged(`${view.count} EXISTS`);
-      if (grew) await this.untagged(`${view.recent.size} RECENT`);
+      if (grew && !this.imap4rev2) await this.untagged(`${view.recent.size} RECENT`);
     }
   }
 
@@ -381,6 +394,8 @@ export class Session {
    * read-write session (so no other session sees them as recent), those from the SELECT's mark on when read-only.
    */
   async claimRecent(view: SelectedMailbox, afterUid: number): Promise<void> {
+    // IMAP4rev2 has no \Recent (RFC 9051 Appendix E): such a session claims none, so IMAP4rev1 sessions still see them.
+    if (this.imap4rev2) return;
     let from = view.recentFrom;
     if (!view.readOnly) {
       // The folder's mark only grows: past the view's last UID already, there is nothing to claim (no write).
@@ -393,6 +408,11 @@ export class Session {
       if (uid <= afterUid || uid < from) break;
       view.recent.add(uid);
     }
+  }
+
+  /** Mailbox names in responses and arguments are UTF-8, not modified UTF-7 (RFC 9051 §5.1). */
+  get utf8Names(): boolean {
+    return this.imap4rev2;
   }
 
   /** The message count the client was last told. */

@@ -1,8 +1,7 @@
 // tag IDLE … DONE (RFC 2177) | tag ENABLE caps (RFC 5161) | tag GETQUOTA root | tag GETQUOTAROOT mailbox |
 // tag SETQUOTA root (limits) (RFC 9208; quotas are the store's, set through the Mailboxes API)
 import { IDLE_PUSH_DELAY_MS } from '../protocol/limits.js';
-import { formatString } from '../protocol/writer.js';
-import { encodeMailboxName } from '../protocol/mutf7.js';
+import { formatMailboxName } from '../protocol/mutf7.js';
 import { AUTH, bad, no, ok, type CommandSpec } from './types.js';
 import type { Session } from '../session.js';
 
@@ -56,6 +55,9 @@ export const ENABLE: CommandSpec<'ENABLE'> = {
       if (cap === 'CONDSTORE') {
         s.condstore = true;
         enabled.push(cap);
+      } else if (cap === 'IMAP4REV2' && !s.imap4rev2) {
+        enableImap4rev2(s);
+        enabled.push('IMAP4rev2');
       }
     }
     await s.untagged(enabled.length ? `ENABLED ${enabled.join(' ')}` : 'ENABLED');
@@ -77,7 +79,7 @@ export const GETQUOTAROOT: CommandSpec<'GETQUOTAROOT'> = {
     const target = await s.resolve(cmd.mailbox);
     const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
     if (!target || !folder) return no('No such mailbox', 'NONEXISTENT');
-    const name = formatString(encodeMailboxName(cmd.mailbox));
+    const name = formatMailboxName(cmd.mailbox, s.utf8Names);
     const line = target.access === 'owner' ? await quotaLine(s) : null;
     await s.untagged(line ? `QUOTAROOT ${name} ""` : `QUOTAROOT ${name}`);
     if (line) await s.untagged(line);
@@ -103,3 +105,9 @@ export const SETQUOTA: CommandSpec<'SETQUOTA'> = {
     return no('Quotas are set by the administrator', 'NOPERM');
   },
 };
+
+/** RFC 9051: from now on no message is \Recent here (those this session claimed stay claimed: no other session sees them so). */
+function enableImap4rev2(s: Session): void {
+  s.imap4rev2 = true;
+  s.selected?.recent.clear();
+}

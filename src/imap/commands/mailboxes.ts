@@ -1,11 +1,10 @@
 // tag CREATE / DELETE / RENAME / SUBSCRIBE / UNSUBSCRIBE / LIST / LSUB / STATUS (RFC 3501 §6.3),
 // tag NAMESPACE (RFC 2342), SPECIAL-USE attributes in LIST (RFC 6154), CHILDREN (RFC 3348).
 import { FOLDER_DELIMITER, type Folder } from '../../mailstore/types.js';
-import { encodeMailboxName } from '../protocol/mutf7.js';
-import { formatString } from '../protocol/writer.js';
+import { formatMailboxName } from '../protocol/mutf7.js';
 import { SHARED_PREFIX, type MailboxTarget, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
-import { AUTH, no, ok, type CommandSpec, type Result } from './types.js';
+import { AUTH, bad, no, ok, type CommandSpec, type Result } from './types.js';
 
 interface Entry {
   name: string;
@@ -59,8 +58,10 @@ export function patternToRegExp(reference: string, pattern: string): RegExp {
   return new RegExp(`^${re}$`, 's');
 }
 
-function attributes(e: Entry, all: Entry[], withSubscribed: boolean): string {
+function attributes(e: Entry, all: Entry[], withSubscribed: boolean, rev2 = false): string {
   const attrs: string[] = [];
+  // RFC 9051 §7.3.1: a name that is no mailbox (a parent only) is \NonExistent, which implies \Noselect.
+  if (e.noselect && rev2) attrs.push('\\NonExistent');
   if (e.noselect) attrs.push('\\Noselect');
   const hasChildren = all.some((o) => o.name.startsWith(e.name + FOLDER_DELIMITER));
   attrs.push(hasChildren ? '\\HasChildren' : '\\HasNoChildren');
@@ -69,7 +70,7 @@ function attributes(e: Entry, all: Entry[], withSubscribed: boolean): string {
   return attrs.join(' ');
 }
 
-const listName = (name: string) => formatString(encodeMailboxName(name));
+const listName = (s: Session, name: string) => formatMailboxName(name, s.utf8Names);
 
 export const LIST: CommandSpec<'LIST'> = {
   states: AUTH,
@@ -88,7 +89,7 @@ export const LIST: CommandSpec<'LIST'> = {
       if (!res.some((re) => re.test(e.name))) continue;
       if (onlySubscribed && !e.subscribed) continue;
       if (onlySpecial && !e.specialUse) continue;
-      await s.untagged(`LIST (${attributes(e, all, withSubscribed)}) "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+      await s.untagged(`LIST (${attributes(e, all, withSubscribed, s.imap4rev2)}) "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
       // RFC 5819: the STATUS of each selectable mailbox listed, right after its LIST response.
       if (cmd.statusItems && !e.noselect) {
         const target = await s.resolve(e.name);
@@ -111,7 +112,7 @@ export const LSUB: CommandSpec<'LSUB'> = {
     for (const e of all) {
       if (!matches(e.name)) continue;
       if (e.subscribed) {
-        await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+        await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
         continue;
       }
       // RFC 3501 §6.3.9: "foo/bar" subscribed, "foo" not: a "%" that reaches foo but not foo/bar returns foo,
@@ -119,7 +120,7 @@ export const LSUB: CommandSpec<'LSUB'> = {
       // browser with $imap_list_subscribed sends LSUB "" "%") never found a subscribed folder otherwise.
       const prefix = e.name + FOLDER_DELIMITER;
       if (subscribed.some((d) => d.name.startsWith(prefix) && !matches(d.name))) {
-        await s.untagged(`LSUB (\\Noselect) "${FOLDER_DELIMITER}" ${listName(e.name)}`);
+        await s.untagged(`LSUB (\\Noselect) "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
       }
     }
     return ok('Lsub completed');
@@ -223,7 +224,7 @@ export const UNSUBSCRIBE = subscription(false) as CommandSpec<'UNSUBSCRIBE'>;
 async function statusLine(s: Session, name: string, folder: Folder, items: readonly string[]): Promise<string> {
   const values: Record<string, number> = {
     MESSAGES: folder.messages,
-    RECENT: folder.recent,
+    RECENT: s.imap4rev2 ? 0 : folder.recent, // IMAP4rev2 has no \Recent (RFC 9051 Appendix E)
     UIDNEXT: folder.uidNext,
     UIDVALIDITY: folder.uidValidity,
     UNSEEN: folder.unseen,
@@ -244,13 +245,14 @@ async function statusLine(s: Session, name: string, folder: Folder, items: reado
     values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
   }
   const out = items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
-  return `STATUS ${listName(name)} (${out.join(' ')})`;
+  return `STATUS ${listName(s, name)} (${out.join(' ')})`;
 }
 
 export const STATUS: CommandSpec<'STATUS'> = {
   states: AUTH,
   updates: 'full',
   async handle(s, cmd) {
+    if (s.imap4rev2 && cmd.items.includes('RECENT')) return bad('RECENT is not an IMAP4rev2 status item');
     const target = await s.resolve(cmd.mailbox);
     const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
     if (!folder) return no('No such mailbox', 'NONEXISTENT');

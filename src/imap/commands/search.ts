@@ -4,13 +4,14 @@ import type { MessageState } from '../../mailstore/types.js';
 import { parseAddressList } from '../mime/addresses.js';
 import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
+import { esearchLine, savedUids, withSavedResult, type Hit } from '../protocol/esearch.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
-import { needsContent, needsInternalDate, usesModseq, type SearchKey } from '../protocol/search.js';
+import { needsContent, needsInternalDate, usesModseq, usesRecent, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
 import { readRows } from './fetch.js';
 import type { Session } from '../session.js';
 import { needsSource, textHits, type TextHits } from './search-text.js';
-import { no, ok, SELECTED, type CommandSpec } from './types.js';
+import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
   meta: MessageState & { internalDate?: Date; internalDateZone?: number };
@@ -127,10 +128,12 @@ export interface SearchHit {
 
 /**
  * The messages of the selected folder the key matches, in sequence order (SEARCH; SORT and THREAD select
- * with it too). `ALL` alone reads nothing.
+ * with it too; `$` in them is the saved result). `ALL` alone reads nothing.
  */
-export async function searchMessages(s: Session, key: SearchKey): Promise<SearchHit[]> {
+export async function searchMessages(s: Session, criteria: SearchKey): Promise<SearchHit[]> {
   const view = s.selected!;
+  // `$` (RFC 5182) stands for the UIDs the last SEARCH (SAVE) kept.
+  const key = withSavedResult(criteria, view.saved);
   const hits: SearchHit[] = [];
   if (key.op === 'all') {
     // Those expunged meanwhile (not yet announced) are left out, as the rows read below would leave them.
@@ -168,16 +171,32 @@ export const SEARCH: CommandSpec<'SEARCH'> = {
   states: SELECTED,
   updates: 'no-expunge',
   async handle(s, cmd) {
-    if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
+    const saving = cmd.ret?.includes('SAVE') === true;
+    // RFC 9051 has no \Recent: RECENT, NEW and OLD are not in its grammar (the SEARCH is BAD: `$` stays as it was).
+    if (s.imap4rev2 && usesRecent(cmd.key)) return bad('RECENT, NEW and OLD are not IMAP4rev2 search keys');
+    if (cmd.charset && cmd.charset !== 'UTF-8' && cmd.charset !== 'US-ASCII') {
+      // RFC 5182 §2.1: a SEARCH (SAVE) answered NO leaves `$` empty.
+      if (saving) s.selected!.saved.clear();
+      return no('Unsupported charset', 'BADCHARSET (UTF-8 US-ASCII)');
+    }
     await s.sync(false);
+    const view = s.selected!;
     const withModseq = usesModseq(cmd.key);
     if (withModseq) s.condstore = true;
-    const found = await searchMessages(s, cmd.key);
-    const hits = found.map((h) => (cmd.uid ? h.uid : h.seq));
-    const highest = found.reduce((n, h) => Math.max(n, h.modseq), 0);
-    let line = hits.length ? `SEARCH ${hits.join(' ')}` : 'SEARCH';
-    if (withModseq && hits.length) line += ` (MODSEQ ${highest})`;
-    await s.untagged(line);
+    const hits: Hit[] = (await searchMessages(s, cmd.key)).map((h) => ({ n: cmd.uid ? h.uid : h.seq, uid: h.uid, modseq: h.modseq }));
+    if (saving && s.selected === view) {
+      view.saved.clear();
+      for (const uid of savedUids(cmd.ret!, hits)) view.saved.add(uid);
+    }
+    if (cmd.ret || s.imap4rev2) {
+      // ESEARCH (RFC 4731); IMAP4rev2 answers every SEARCH so, no RETURN meaning RETURN (ALL) (RFC 9051 §6.4.4).
+      const line = esearchLine(cmd.tag, cmd.uid, cmd.ret ?? ['ALL'], hits, withModseq);
+      if (line) await s.untagged(line);
+    } else {
+      let line = hits.length ? `SEARCH ${hits.map((h) => h.n).join(' ')}` : 'SEARCH';
+      if (withModseq && hits.length) line += ` (MODSEQ ${hits.reduce((m, h) => Math.max(m, h.modseq), 0)})`;
+      await s.untagged(line);
+    }
     return ok(`${cmd.uid ? 'UID ' : ''}SEARCH completed`);
   },
 };

@@ -1,12 +1,15 @@
 // tag SELECT/EXAMINE mailbox [(CONDSTORE)] (RFC 3501 §6.3.1-2, RFC 7162 §3.1.8) | tag CHECK | tag CLOSE |
 // tag EXPUNGE (§6.4) | tag UNSELECT (RFC 3691) | tag UID EXPUNGE set (RFC 4315 §2.1)
-import { SYSTEM_FLAGS } from '../../mailstore/types.js';
+import { FOLDER_DELIMITER, SYSTEM_FLAGS, type Folder } from '../../mailstore/types.js';
+import { formatMailboxName } from '../protocol/mutf7.js';
 import { SelectedMailbox, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
+import { readRows } from './fetch.js';
 import { AUTH, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
 
 async function open(s: Session, name: string, readOnly: boolean, condstore: boolean): Promise<Result> {
-  // RFC 3501 §6.3.1: a failed SELECT leaves no mailbox selected.
+  // RFC 3501 §6.3.1: a failed SELECT leaves no mailbox selected. RFC 9051 §7.1: `OK [CLOSED]` parts the old one's responses from the new one's.
+  if (s.imap4rev2 && s.selected) await s.untagged('OK [CLOSED] Previous mailbox closed');
   s.deselect();
   if (condstore) s.condstore = true;
   const target = await s.resolve(name);
@@ -25,8 +28,12 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   await s.untagged(`FLAGS (${flags})`);
   await s.untagged(`OK [PERMANENTFLAGS (${ro ? '' : `${flags} \\*`})] Flags permitted`);
   await s.untagged(`${view.count} EXISTS`);
-  await s.untagged(`${view.recent.size} RECENT`);
-  if (firstUnseen) await s.untagged(`OK [UNSEEN ${firstUnseen}] First unseen`);
+  // IMAP4rev2 (RFC 9051 Appendix E): no RECENT, no UNSEEN code; the mailbox's LIST response instead (§6.3.2).
+  if (s.imap4rev2) await s.untagged(await selectedListLine(s, folder));
+  else {
+    await s.untagged(`${view.recent.size} RECENT`);
+    if (firstUnseen) await s.untagged(`OK [UNSEEN ${firstUnseen}] First unseen`);
+  }
   await s.untagged(`OK [UIDVALIDITY ${folder.uidValidity}] UIDs valid`);
   await s.untagged(`OK [UIDNEXT ${folder.uidNext}] Predicted next UID`);
   await s.untagged(`OK [HIGHESTMODSEQ ${Math.max(folder.highestModseq, view.highestModseq)}] Highest`);
@@ -78,6 +85,9 @@ export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
     let uids: number[] | undefined;
     if (cmd.uids) {
       uids = view.positions(cmd.uids, true).map((p) => view.uid(p));
+      // RFC 4315 §2.1: only those of them that have \Deleted (the store removes whatever it is given).
+      const rows = await readRows(s, uids, 'state');
+      uids = uids.filter((u) => rows.get(u)?.flags.includes('\\Deleted'));
       if (uids.length === 0) return ok('Expunge completed');
     }
     await s.sync(true);
@@ -107,3 +117,13 @@ export const UNSELECT: CommandSpec<'UNSELECT'> = {
     return ok('Unselect completed');
   },
 };
+
+/** RFC 9051 §6.3.2: `LIST (attributes) "/" name` of the mailbox SELECT/EXAMINE opened (children and special use). */
+async function selectedListLine(s: Session, folder: Folder): Promise<string> {
+  const view = s.selected!;
+  const prefix = view.target.path + FOLDER_DELIMITER;
+  const folders = await s.store.listFolders(view.target.mailboxId);
+  const attrs = [folders.some((f) => f.path.startsWith(prefix)) ? '\\HasChildren' : '\\HasNoChildren'];
+  if (folder.specialUse && view.target.access === 'owner') attrs.push(folder.specialUse);
+  return `LIST (${attrs.join(' ')}) "${FOLDER_DELIMITER}" ${formatMailboxName(view.target.name, s.utf8Names)}`;
+}

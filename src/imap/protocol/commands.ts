@@ -1,5 +1,6 @@
 // A framed command → a typed command (a discriminated union). Grammar per RFC 3501 §6 and the extensions'
 // sections named beside each case. No I/O, no storage.
+import { parseReturnOptions, type ReturnOption } from './esearch.js';
 import { parseFetchItems, type FetchItem } from './fetch-items.js';
 import { decodeMailboxName, isModifiedUtf7 } from './mutf7.js';
 import type { RawCommand } from './reader.js';
@@ -22,7 +23,7 @@ export type Command =
   | { name: 'STATUS'; mailbox: string; items: string[] }
   | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; /** Minutes east of UTC `date` was written in. */ zone: number | null; message: Buffer }
   | { name: 'EXPUNGE'; uids: SequenceSet | null }
-  | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey }
+  | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey; /** ESEARCH `RETURN (…)` (RFC 4731), null without one. */ ret: ReturnOption[] | null; tag: string }
   | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null }
   | { name: 'STORE'; uid: boolean; set: SequenceSet; mode: StoreMode; silent: boolean; flags: string[]; unchangedSince: number | null }
   | { name: 'COPY' | 'MOVE'; uid: boolean; set: SequenceSet; mailbox: string }
@@ -58,18 +59,26 @@ export class CommandError extends Error {
 /** RFC 3501 §9 tag: ASTRING-CHARs but "+" — no list-wildcards, quoted-specials, "(", ")", "{" (so never "*"). */
 const TAG = /^[^\x00-\x20\x7f-\uffff(){%*"\\+]+$/;
 
-/** Mailbox argument: modified UTF-7 decoded, INBOX (any case) spelled `INBOX`. */
-export function mailboxName(raw: string): string {
-  const name = decodeMailboxName(raw);
+/** How a session reads arguments: `utf8` = mailbox names are UTF-8 as sent, not modified UTF-7 (IMAP4rev2, RFC 9051 §5.1). */
+export interface ParseOptions {
+  utf8?: boolean;
+}
+
+/** Mailbox argument: modified UTF-7 decoded (UTF-8 taken as sent when `utf8`), INBOX (any case) spelled `INBOX`. */
+export function mailboxName(raw: string, utf8 = false): string {
+  const name = utf8 ? raw : decodeMailboxName(raw);
   if (/^inbox$/i.test(name)) return 'INBOX';
   if (/^inbox\//i.test(name)) return 'INBOX' + name.slice(5);
   return name;
 }
 
-/** A name a command creates (CREATE, RENAME's new name): only modified UTF-7, so that LIST shows it as sent. */
-function newMailboxName(raw: string): string {
-  if (!isModifiedUtf7(raw)) throw new ParseError('Mailbox name is not valid modified UTF-7 (RFC 3501 section 5.1.3)');
-  return mailboxName(raw);
+/**
+ * A name a command creates (CREATE, RENAME's new name): only modified UTF-7, so that LIST shows it as sent; in UTF-8
+ * mode any text without control characters (RFC 9051 §5.1).
+ */
+function newMailboxName(raw: string, utf8 = false): string {
+  if (utf8 ? /[\x00-\x1f\x7f]/.test(raw) : !isModifiedUtf7(raw)) throw new ParseError(utf8 ? 'Mailbox name has control characters' : 'Mailbox name is not valid modified UTF-7 (RFC 3501 section 5.1.3)');
+  return mailboxName(raw, utf8);
 }
 
 function flagList(tokens: Token[]): string[] {
@@ -122,7 +131,9 @@ function atoms(tokens: Token[], what: string): string[] {
   });
 }
 
-function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
+function parseArgs(name: string, ts: Tokens, uid: boolean, tag: string, opts: ParseOptions): Command {
+  const utf8 = opts.utf8 === true;
+  const decodeName = (raw: string) => (utf8 ? raw : decodeMailboxName(raw));
   switch (name) {
     case 'CAPABILITY':
     case 'NOOP':
@@ -149,7 +160,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
     }
     case 'SELECT':
     case 'EXAMINE': {
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       let condstore = false;
       const params = ts.optionalList();
       if (params) {
@@ -166,14 +177,14 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
     case 'SUBSCRIBE':
     case 'UNSUBSCRIBE': {
       const raw = ts.astring('mailbox');
-      const mailbox = name === 'CREATE' ? newMailboxName(raw) : mailboxName(raw);
+      const mailbox = name === 'CREATE' ? newMailboxName(raw, utf8) : mailboxName(raw, utf8);
       if (name === 'CREATE') ts.optionalList(); // RFC 4466 create params (USE): ignored
       ts.end();
       return { name, mailbox };
     }
     case 'RENAME': {
-      const from = mailboxName(ts.astring('mailbox'));
-      const to = newMailboxName(ts.astring('new name'));
+      const from = mailboxName(ts.astring('mailbox'), utf8);
+      const to = newMailboxName(ts.astring('new name'), utf8);
       ts.end();
       return { name, from, to };
     }
@@ -182,15 +193,15 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       // RFC 5258 extended LIST: [(select-options)] reference (pattern | (patterns)) [RETURN (options)]
       const sel = name === 'LIST' ? ts.optionalList() : null;
       const selectOptions = sel ? atoms(sel, 'selection option') : [];
-      const reference = decodeMailboxName(ts.astring('reference'));
+      const reference = decodeName(ts.astring('reference'));
       const patTok = ts.next('mailbox pattern');
       const patterns =
         patTok.type === 'list'
           ? patTok.items.map((p) => {
               if (p.type === 'list') throw new ParseError('Bad pattern');
-              return decodeMailboxName(p.value);
+              return decodeName(p.value);
             })
-          : [decodeMailboxName(patTok.value)];
+          : [decodeName(patTok.value)];
       let returnOptions: string[] = [];
       let statusItems: string[] | null = null;
       if (name === 'LIST' && ts.accept('RETURN')) {
@@ -213,14 +224,14 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       return name === 'LIST' ? { name, reference, patterns, selectOptions, returnOptions, statusItems } : { name, reference, patterns };
     }
     case 'STATUS': {
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       const items = atoms(ts.list('status items'), 'status item');
       for (const i of items) if (!STATUS_ITEMS.includes(i)) throw new ParseError(`Unknown status item ${i}`);
       ts.end();
       return { name, mailbox, items };
     }
     case 'APPEND': {
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       const flagsTok = ts.optionalList();
       let date: Date | null = null;
       let zone: number | null = null;
@@ -240,12 +251,13 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       return { name, uids };
     }
     case 'SEARCH': {
+      // RFC 4466 §2.6: SEARCH [RETURN (options)] [CHARSET c] keys (ESEARCH, RFC 4731; SAVE, RFC 5182).
+      const ret = ts.accept('RETURN') ? parseReturnOptions(ts.list('search return options')) : null;
       let charset: string | null = null;
       if (ts.accept('CHARSET')) charset = ts.astring('charset').toUpperCase();
       const rest: Token[] = [];
       while (!ts.done) rest.push(ts.next('search key'));
-      // RFC 4731 ESEARCH `RETURN ()` is not advertised; a leading RETURN is refused as an unknown key.
-      return { name, uid, charset, key: parseSearchKeys(rest) };
+      return { name, uid, charset, key: parseSearchKeys(rest), ret, tag };
     }
     case 'FETCH': {
       const set = parseSequenceSet(ts.atom('sequence set'));
@@ -294,7 +306,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
     case 'COPY':
     case 'MOVE': {
       const set = parseSequenceSet(ts.atom('sequence set'));
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       ts.end();
       return { name, uid, set, mailbox };
     }
@@ -327,7 +339,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       return { name, root };
     }
     case 'GETQUOTAROOT': {
-      const mailbox = mailboxName(ts.astring('mailbox'));
+      const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       ts.end();
       return { name, mailbox };
     }
@@ -354,7 +366,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
 
 const UID_COMMANDS = new Set(['FETCH', 'STORE', 'COPY', 'MOVE', 'SEARCH', 'EXPUNGE', 'SORT', 'THREAD']);
 
-export function parseCommand(raw: RawCommand): ParsedCommand {
+export function parseCommand(raw: RawCommand, opts: ParseOptions = {}): ParsedCommand {
   const first = raw.parts[0];
   const firstText = first?.kind === 'text' ? first.text : '';
   const guessTag = firstText.split(' ')[0] || '*';
@@ -378,7 +390,7 @@ export function parseCommand(raw: RawCommand): ParsedCommand {
       if (!UID_COMMANDS.has(name)) throw new ParseError(`Unknown UID command ${name}`);
       uid = true;
     }
-    return { tag, command: parseArgs(name, ts, uid) };
+    return { tag, command: parseArgs(name, ts, uid, tag, opts) };
   } catch (err) {
     if (err instanceof ParseError) throw new CommandError(tag, err.message);
     // A grammar that recursed too deep on some input the nesting limits missed: still a tagged BAD.

@@ -1,4 +1,10 @@
 // Modified UTF-7 mailbox names (RFC 3501 §5.1.3): what IMAP4rev1 clients send and expect in LIST.
+import { formatString } from './writer.js';
+
+/** A mailbox name in a response: modified UTF-7, or UTF-8 as it is for a session that has it (IMAP4rev2, RFC 9051 §5.1). */
+export function formatMailboxName(name: string, utf8: boolean): string {
+  return utf8 ? formatString(name, true) : formatString(encodeMailboxName(name));
+}
 
 export function encodeMailboxName(name: string): string {
   let out = '';

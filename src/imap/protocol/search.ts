@@ -159,5 +159,9 @@ export const needsContent = (key: SearchKey): boolean => someKey(key, CONTENT_OP
 /** True when the key compares internal dates (the other metadata keys are answered from flags, size, MODSEQ). */
 export const needsInternalDate = (key: SearchKey): boolean => someKey(key, INTERNALDATE_OPS);
 
+/** True when the key has RECENT, NEW or OLD (not IMAP4rev2 keys, RFC 9051 Appendix E). */
+export const usesRecent = (key: SearchKey): boolean => someKey(key, RECENT_OPS);
+const RECENT_OPS: ReadonlySet<SearchKey['op']> = new Set(['recent', 'new', 'old']);
+
 /** True when the key tests MODSEQ (CONDSTORE: the SEARCH answer then carries the highest MODSEQ). */
 export const usesModseq = (key: SearchKey): boolean => someKey(key, MODSEQ_OPS);

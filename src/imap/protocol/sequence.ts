@@ -6,7 +6,12 @@ export interface SeqRange {
   from: number;
   to: number;
 }
-export type SequenceSet = SeqRange[];
+/** `saved`: the `$` of SEARCHRES (RFC 5182), the last saved search result, resolved by the session (no ranges). */
+export type SequenceSet = SeqRange[] & { readonly saved?: true };
+
+/** RFC 5182 `seq-last-command`: `$`, the saved search result, where a sequence set may stand. */
+export const SAVED_RESULT = '$';
+export const isSavedResult = (set: SequenceSet): boolean => set.saved === true;
 
 const STAR = Number.POSITIVE_INFINITY;
 const MAX = 4294967295; // nz-number is 32-bit
@@ -21,6 +26,7 @@ function seqNumber(s: string): number {
 
 export function parseSequenceSet(text: string): SequenceSet {
   if (!text) throw new ParseError('Empty sequence set');
+  if (text === SAVED_RESULT) return Object.assign([] as SeqRange[], { saved: true as const });
   return text.split(',').map((piece) => {
     const [a, b, extra] = piece.split(':');
     if (extra !== undefined || a === undefined) throw new ParseError(`Bad sequence range "${piece}"`);
@@ -31,7 +37,7 @@ export function parseSequenceSet(text: string): SequenceSet {
 }
 
 export function isSequenceSet(text: string): boolean {
-  return /^(\d+|\*)(:(\d+|\*))?(,(\d+|\*)(:(\d+|\*))?)*$/.test(text);
+  return text === SAVED_RESULT || /^(\d+|\*)(:(\d+|\*))?(,(\d+|\*)(:(\d+|\*))?)*$/.test(text);
 }
 
 /** True when `n` is in the set, `*` meaning `max` (the highest number in use). */

@@ -18,10 +18,12 @@ export type ImapValue = null | number | string | Atom | Literal | Raw | ImapValu
 export const atom = (v: string) => new Atom(v);
 
 const QUOTABLE = /^[\x20-\x7e]*$/;
+/** IMAP4rev2 quoted strings may hold UTF-8 (RFC 9051 §9 QUOTED-CHAR). */
+const QUOTABLE_UTF8 = /^[^\x00-\x1f\x7f]*$/;
 
-/** A string as a quoted string when it can be one, else as a literal. */
-export function formatString(s: string): string {
-  if (s.length <= 4096 && QUOTABLE.test(s)) return '"' + (s.includes('\\') || s.includes('"') ? s.replace(/[\\"]/g, '\\$&') : s) + '"';
+/** A string as a quoted string when it can be one (with UTF-8 when `utf8`), else as a literal. */
+export function formatString(s: string, utf8 = false): string {
+  if (s.length <= 4096 && (utf8 ? QUOTABLE_UTF8 : QUOTABLE).test(s)) return '"' + (s.includes('\\') || s.includes('"') ? s.replace(/[\\"]/g, '\\$&') : s) + '"';
   return `{${Buffer.byteLength(s)}}\r\n${s}`;
 }
 
