@@ -22,6 +22,9 @@ export const EXTENSIONS = [
   'QUOTA=RES-STORAGE',
   'LIST-STATUS', // RFC 5819
   'STATUS=SIZE', // RFC 8438
+  'QRESYNC', // RFC 7162 §3.2
+  'OBJECTID', // RFC 8474
+  'SAVEDATE', // RFC 8514
 ];
 
 export function capabilities(session: Session): string[] {

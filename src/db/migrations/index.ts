@@ -24,6 +24,7 @@ import * as workflows from './022-workflows.js';
 import * as notificationChannels from './023-notification-channels.js';
 import * as trustedDomains from './024-trusted-domains.js';
 import * as imapRecent from './026-imap-recent.js';
+import * as imapQresync from './027-imap-qresync.js';
 
 export interface Migration {
   name: string;
@@ -56,6 +57,7 @@ export const migrations: Migration[] = [
   { name: '023-notification-channels', ...notificationChannels },
   { name: '024-trusted-domains', ...trustedDomains },
   { name: '026-imap-recent', ...imapRecent },
+  { name: '027-imap-qresync', ...imapQresync },
 ];
 
 /** knex's migration source over an ordered list (all of `migrations`, or a prefix of it to build an older store). */

@@ -56,6 +56,11 @@ export const ENABLE: CommandSpec<'ENABLE'> = {
       if (cap === 'CONDSTORE') {
         s.condstore = true;
         enabled.push(cap);
+      } else if (cap === 'QRESYNC') {
+        // RFC 7162 §3.2.3: QRESYNC implies CONDSTORE.
+        s.qresync = true;
+        s.condstore = true;
+        enabled.push(cap);
       }
     }
     await s.untagged(enabled.length ? `ENABLED ${enabled.join(' ')}` : 'ENABLED');
