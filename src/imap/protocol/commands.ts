@@ -192,7 +192,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
         }
       }
       ts.end();
-      return { name, mailbox, condstore, qresync };
+      return qresync ? { name, mailbox, condstore, qresync } : { name, mailbox, condstore };
     }
     case 'CREATE':
     case 'DELETE':
@@ -299,7 +299,7 @@ function parseArgs(name: string, ts: Tokens, uid: boolean): Command {
       // RFC 7162 §3.2.6: VANISHED only in UID FETCH, and only beside CHANGEDSINCE.
       if (vanished && !uid) throw new ParseError('VANISHED is a UID FETCH modifier');
       if (vanished && changedSince === null) throw new ParseError('VANISHED needs CHANGEDSINCE');
-      return { name, uid, set, items, changedSince, vanished };
+      return vanished ? { name, uid, set, items, changedSince, vanished } : { name, uid, set, items, changedSince };
     }
     case 'STORE': {
       const set = parseSequenceSet(ts.atom('sequence set'));
