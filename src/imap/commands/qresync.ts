@@ -6,7 +6,6 @@
 import type { QresyncParams } from '../protocol/commands.js';
 import type { SequenceSet } from '../protocol/sequence.js';
 import type { SelectedMailbox, Session } from '../session.js';
-import { readRows } from './fetch.js';
 
 type Ranges = Array<[number, number]>;
 
@@ -124,11 +123,7 @@ export async function resyncSelected(s: Session, view: SelectedMailbox, qr: Qres
   }
   for (let b = 0; b < changed.length; b += 1000) {
     const batch = changed.slice(b, b + 1000);
-    const rows = await readRows(s, batch, 'state');
-    for (const uid of batch) {
-      const m = rows.get(uid);
-      if (m) await s.untagged(s.flagsLine(view, m, true));
-    }
+    for (const m of await s.store.listStates(view.folderId, { uids: batch })) await s.untagged(s.flagsLine(view, m, true));
   }
 }
 
