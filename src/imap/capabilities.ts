@@ -29,6 +29,9 @@ export const EXTENSIONS = [
   'THREAD=REFERENCES',
   'ESEARCH', // RFC 4731
   'SEARCHRES', // RFC 5182
+  'QRESYNC', // RFC 7162 §3.2
+  'OBJECTID', // RFC 8474
+  'SAVEDATE', // RFC 8514
 ];
 
 export function capabilities(session: Session): string[] {

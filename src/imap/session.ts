@@ -7,7 +7,7 @@ import type { Logger } from '../core/logger.js';
 import type { NetworkList } from '../core/trusted-networks.js';
 import type { Change, FolderIndex, MailboxAccount, MailStore, MessageMeta, ShareAccess } from '../mailstore/types.js';
 import { FOLDER_DELIMITER } from '../mailstore/types.js';
-import { isSavedResult, resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
+import { formatSet, isSavedResult, resolveSeqNumbers, resolveUids, type SequenceSet } from './protocol/sequence.js';
 import type { SummaryCache } from './summary-cache.js';
 
 export type SessionState = 'not-authenticated' | 'authenticated' | 'selected' | 'logout';
@@ -87,6 +87,15 @@ export class SelectedMailbox {
   /** Mailbox-wide MODSEQ up to which changes are reflected here. */
   cursor: number;
   highestModseq: number;
+  /**
+   * The folder's HIGHESTMODSEQ as this client knows it (QRESYNC): every change of the folder up to it has been
+   * reported, so the tagged OK of EXPUNGE and MOVE may carry it (RFC 7162 §3.2.7).
+   */
+  folderModseq = 0;
+  /** The lowest MODSEQ of the expunges not announced yet (0: none, or not known). */
+  expungeModseq = 0;
+  /** The last `OK [HIGHESTMODSEQ]` sent while expunges waited (sent again only when it changes). */
+  heldModseq = 0;
 
   constructor(
     readonly target: MailboxTarget,
@@ -212,6 +221,8 @@ export class Session {
    * names in UTF-8, SELECT says LIST and CLOSED (Appendix E).
    */
   imap4rev2 = false;
+  /** QRESYNC enabled (RFC 7162 §3.2.3): VANISHED instead of EXPUNGE, the QRESYNC SELECT parameter, UID FETCH VANISHED. */
+  qresync = false;
   authFailures = 0;
   clientId: Record<string, string | null> | null = null;
   private dirty = false;
@@ -341,15 +352,23 @@ export class Session {
         for (let i = 0; i < view.count; i++) {
           const uid = view.uid(i);
           while (j < index.uids.length && index.uids[j]! < uid) j++;
-          if (j >= index.uids.length || index.uids[j] !== uid) view.pendingExpunge.add(uid);
+          if (j >= index.uids.length || index.uids[j] !== uid) {
+            view.pendingExpunge.add(uid);
+            // When it went is not known: after what the client was told last.
+            if (!view.expungeModseq) view.expungeModseq = view.folderModseq + 1;
+          }
         }
         changed = true;
       } else {
         for (const c of changes) {
           if (c.modseq > cursor) cursor = c.modseq;
           if (c.folderId !== view.folderId) continue;
+          if (c.modseq > view.folderModseq) view.folderModseq = c.modseq;
           if (c.kind === 'expunge') {
-            if (view.has(c.uid)) view.pendingExpunge.add(c.uid);
+            if (view.has(c.uid)) {
+              view.pendingExpunge.add(c.uid);
+              if (!view.expungeModseq || c.modseq < view.expungeModseq) view.expungeModseq = c.modseq;
+            }
           } else if (c.kind === 'append' || c.kind === 'flags') {
             changed = true;
           }
@@ -379,7 +398,11 @@ export class Session {
       for (const line of lines) await this.untagged(line);
     }
     if (allowExpunge && view.pendingExpunge.size) {
-      for (const uid of [...view.pendingExpunge].sort((a, b) => a - b)) await this.announceExpunge(uid);
+      await this.announceExpunges([...view.pendingExpunge].sort((a, b) => a - b));
+    } else if (this.qresync && view.pendingExpunge.size && view.expungeModseq && view.heldModseq !== view.expungeModseq - 1) {
+      // RFC 7162 §3.2: MODSEQs sent while expunges wait must not let the client skip them when it resyncs later.
+      view.heldModseq = view.expungeModseq - 1;
+      await this.untagged(`OK [HIGHESTMODSEQ ${view.heldModseq}] Expunges pending`);
     }
     if (view.count !== this.announced) {
       const grew = view.count > this.announced;
@@ -418,14 +441,36 @@ export class Session {
   /** The message count the client was last told. */
   announced = 0;
 
-  /** Removes a message from the view and sends its EXPUNGE (RFC 3501 §7.4.1). */
+  /** Removes a message from the view and sends its EXPUNGE (RFC 3501 §7.4.1), or VANISHED once QRESYNC is on. */
   async announceExpunge(uid: number): Promise<void> {
     const view = this.selected;
     if (!view) return;
     const seq = view.remove(uid);
     if (!seq) return;
     if (seq <= this.announced) this.announced--;
-    await this.untagged(`${seq} EXPUNGE`);
+    await this.untagged(this.qresync ? `VANISHED ${uid}` : `${seq} EXPUNGE`);
+  }
+
+  /**
+   * Removes messages (UIDs ascending) from the view and tells the client: an EXPUNGE each, or once QRESYNC is
+   * enabled one `VANISHED uid-set` for them all (RFC 7162 §3.2.10).
+   */
+  async announceExpunges(uids: readonly number[]): Promise<void> {
+    const view = this.selected;
+    if (!view) return;
+    if (!this.qresync) {
+      for (const uid of uids) await this.announceExpunge(uid);
+    } else {
+      const gone: number[] = [];
+      for (const uid of uids) {
+        const seq = view.remove(uid);
+        if (!seq) continue;
+        if (seq <= this.announced) this.announced--;
+        gone.push(uid);
+      }
+      if (gone.length) await this.untagged(`VANISHED ${formatSet(gone)}`);
+    }
+    if (!view.pendingExpunge.size) view.expungeModseq = view.heldModseq = 0;
   }
 
   /**
@@ -448,7 +493,7 @@ export class Session {
   }
 
   /** `N FETCH (FLAGS (...) UID n [MODSEQ (m)])` for a flag change. */
-  flagsLine(view: SelectedMailbox, m: MessageMeta, withUid: boolean): string {
+  flagsLine(view: SelectedMailbox, m: Pick<MessageMeta, 'uid' | 'flags' | 'modseq'>, withUid: boolean): string {
     const parts = [`FLAGS (${view.flagsText(m)})`];
     if (withUid) parts.push(`UID ${m.uid}`);
     if (this.condstore) parts.push(`MODSEQ (${m.modseq})`);

@@ -2,7 +2,7 @@
 // filters and aliases (with the domain catch-all `*@domain`).
 import { normaliseAddress } from '../core/address.js';
 import { burnPasswordCheck, hashPassword, VerifiedLogins } from './password.js';
-import { nextUidValidity, mailboxState, nowIso, overQuota, toAccount, type Core, type MailboxRow } from './rows.js';
+import { newObjectId, nextUidValidity, mailboxState, nowIso, overQuota, toAccount, type Core, type MailboxRow } from './rows.js';
 import {
   DEFAULT_FOLDERS,
   MailStoreError,
@@ -101,6 +101,7 @@ export function createAccountOps(core: Core) {
               uid_validity: nextUidValidity(core, m),
               uid_next: 1,
               highest_modseq: 1,
+              object_id: newObjectId('F'),
               created_at: now,
             })),
           );

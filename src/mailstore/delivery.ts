@@ -267,7 +267,7 @@ async function place(
     f.modseq = modseq;
     f.dirty = true;
     m.used += item.size;
-    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary, sort_keys: item.sortKeys });
+    messages.push({ folder_id: f.row.id, uid, modseq, flags: flags.join(' '), internal_date: item.internalDate, size: item.size, blob_id: item.blobId, summary: item.summary, sort_keys: item.sortKeys, saved_ms: core.clock.now().getTime() });
     const change = { modseq, folderId: f.row.id, kind: 'append' as const, uid };
     changes.push(changeRow(m.id, change, core.clock.now().getTime()));
     pending.push({ mailboxId: m.id, change });

@@ -1,6 +1,7 @@
 // Folders: list (with counts), get, create (with parents), delete, rename (RFC 3501 §6.3.5, INBOX too), subscribe.
 import { placeholders, type Tx } from '../db/index.js';
 import { removeMessages } from './messages.js';
+import { recordVanished } from './vanished.js';
 import {
   announce,
   changeRow,
@@ -131,6 +132,7 @@ export function createFolderOps(core: Core) {
             await trx('mail_folders').where({ id: row.id }).update({ highest_modseq: modseq });
             const changes = uids.map((uid): Change => ({ modseq, folderId: row.id, kind: 'expunge', uid }));
             for (let i = 0; i < changes.length; i += 4000) await trx('mail_changes').insert(changes.slice(i, i + 4000).map((c) => changeRow(mailboxId, c, core.clock.now().getTime())));
+            await recordVanished(trx, row.id, uids, modseq);
             pending.push(...changes.map((change) => ({ mailboxId, change })));
           }
           await saveMailboxes(core, trx, [m]);

@@ -3,7 +3,7 @@
 // touches its tables (migration 006).
 //
 // Layout: accounts.ts (accounts, logins, resolution, shares, filters, aliases), folders.ts, messages.ts
-// (flags, copy, move, expunge), delivery.ts (deliver + append through one group-commit writer),
+// (flags, copy, move, expunge), vanished.ts (QRESYNC's tombstones of expunged UIDs), delivery.ts (deliver + append through one group-commit writer),
 // headers.ts (header block, ENVELOPE summary), flags.ts, filters.ts (planDelivery), rows.ts (shared).
 //
 // Blob garbage: a source's reference count is kept by triggers on the message rows (migration 006), and a
@@ -18,6 +18,7 @@ import { createAccountOps } from './accounts.js';
 import { createDeliveryWriter } from './delivery.js';
 import { createFolderOps } from './folders.js';
 import { createMessageOps } from './messages.js';
+import { createVanishedOps } from './vanished.js';
 import { toChange, type ChangeRow, type Core } from './rows.js';
 import { createTextSearch } from './search-text.js';
 import type { Change, MailStore } from './types.js';
@@ -49,6 +50,7 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     ...createFolderOps(core),
     ...createMessageOps(core),
     ...createTextSearch(core),
+    ...createVanishedOps(core),
     deliver: writer.deliver,
     append: writer.append,
 

@@ -2,6 +2,7 @@
 // expunge. Each change is one transaction that takes one MODSEQ of the mailbox for the whole operation and
 // writes a change row per message.
 import type { Tx } from '../db/index.js';
+import { recordVanished } from './vanished.js';
 import { applyFlags, decodeFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
 import {
   announce,
@@ -47,6 +48,7 @@ export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[
     await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, expunge.at)));
     expunge.pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
     for (const folderId of byFolder.keys()) await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: expunge.modseq });
+    for (const [folderId, uids] of byFolder) await recordVanished(trx, folderId, uids.sort((a, b) => a - b), expunge.modseq);
   }
 }
 
@@ -67,7 +69,7 @@ async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: Mailbox
   const inserts: MessageRow[] = [];
   for (const r of rows) {
     pairs.push([r.uid, uid]);
-    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary!, sort_keys: r.sort_keys ?? null });
+    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary!, sort_keys: r.sort_keys ?? null, saved_ms: at });
     uid++;
   }
   await insertRows(trx, 'mail_messages', inserts);

@@ -1,6 +1,7 @@
 // The store's rows, their mapping to the contract's types, and the small helpers every part of the store
 // shares: the MODSEQ counter, UIDVALIDITY, folder paths and counter updates. (Blob reference counts are
 // kept by triggers on mail_messages, migration 006.)
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Clock } from '../core/clock.js';
@@ -45,6 +46,10 @@ export interface FolderRow {
   highest_modseq: number;
   /** The first UID no IMAP session has seen yet (\Recent, migration 026). */
   recent_uid: number;
+  /** Tombstones (mail_vanished) with a MODSEQ up to this may have been pruned (migration 027). */
+  vanished_modseq?: number;
+  /** The MAILBOXID (RFC 8474; migration 027). */
+  object_id?: string | null;
   created_at: string;
 }
 
@@ -60,10 +65,12 @@ export interface MessageRow {
   summary?: string;
   /** JSON SortKeys (sort-keys.ts, migration 029); selected only when asked for. */
   sort_keys?: string | null;
+  /** When it was saved into its folder (ms since the epoch; SAVEDATE, migration 027); null before that migration. */
+  saved_ms?: number | null;
 }
 
 /** The columns of MessageMeta (without the summary). */
-export const META_COLUMNS = ['folder_id', 'uid', 'modseq', 'flags', 'internal_date', 'size', 'blob_id'] as const;
+export const META_COLUMNS = ['folder_id', 'uid', 'modseq', 'flags', 'internal_date', 'size', 'blob_id', 'saved_ms'] as const;
 
 export interface ChangeRow {
   mailbox_id: number;
@@ -101,6 +108,11 @@ export function announce(core: Core, pending: readonly Pending[]): void {
 
 export const nowIso = (core: Core) => core.clock.now().toISOString();
 
+/** An RFC 8474 objectid (MAILBOXID): a letter and 24 random hex digits, never reused. */
+export function newObjectId(prefix: string): string {
+  return prefix + randomBytes(12).toString('hex');
+}
+
 export function toAccount(row: MailboxRow): MailboxAccount {
   return {
     id: row.id,
@@ -129,6 +141,7 @@ export function toFolder(row: FolderRow, counts?: { messages: number; unseen: nu
     unseen: counts?.unseen ?? 0,
     recent: counts?.recent ?? 0,
     recentUid: row.recent_uid ?? 0,
+    objectId: row.object_id ?? `F${row.id}`,
     size: counts?.size ?? 0,
   };
 }
@@ -147,6 +160,7 @@ export function toMeta(row: MessageRow): MessageMeta {
   const zone = /([+-])(\d\d):(\d\d)$/.exec(row.internal_date);
   if (zone) meta.internalDateZone = (zone[1] === '-' ? -1 : 1) * (Number(zone[2]) * 60 + Number(zone[3]));
   if (row.summary !== undefined) meta.summary = JSON.parse(row.summary) as MessageSummary;
+  if (row.saved_ms !== undefined && row.saved_ms !== null) meta.savedDate = new Date(row.saved_ms);
   return meta;
 }
 
@@ -344,6 +358,8 @@ export async function insertFolder(
       uid_next: 1,
       highest_modseq: 1,
       recent_uid: 0,
+      vanished_modseq: 0,
+      object_id: newObjectId('F'),
       created_at: now,
     };
     const [id] = (await trx('mail_folders').insert(row)) as number[];

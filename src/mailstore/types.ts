@@ -78,6 +78,8 @@ export interface Folder {
   recentUid: number;
   /** Octets of all its messages (IMAP STATUS SIZE, RFC 8438). */
   size: number;
+  /** The MAILBOXID (RFC 8474): random, kept across renames, never reused. */
+  objectId: string;
 }
 
 export interface MessageMeta {
@@ -92,6 +94,8 @@ export interface MessageMeta {
   size: number;
   /** Content address of the raw source (hex SHA-256). */
   blobId: string;
+  /** When it was saved into this folder (delivery, append, copy, move); absent for messages stored before that was kept. */
+  savedDate?: Date;
   /** The parsed header summary; present only when `listMessages` was asked `withSummary`. */
   summary?: MessageSummary;
 }
@@ -362,6 +366,12 @@ export interface MailStore {
   copy(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;
   /** Copy then expunge from the source, atomically. */
   move(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;
+  /**
+   * The UIDs of the folder expunged after MODSEQ `modseq` (QRESYNC, RFC 7162 §3.2), as ascending disjoint ranges
+   * that may also name UIDs gone earlier or never used. When the tombstones after `modseq` were pruned, every UID
+   * below UIDNEXT that no message has now (RFC 7162 §3.2.5.2 lets a server answer more than what vanished).
+   */
+  vanishedSince(folderId: number, modseq: number): Promise<Array<[number, number]>>;
   /** Removes the given messages (all \Deleted ones when `uids` is omitted); returns the expunged UIDs ascending. */
   expunge(folderId: number, uids?: number[]): Promise<number[]>;
 

@@ -24,6 +24,7 @@ import * as workflows from './022-workflows.js';
 import * as notificationChannels from './023-notification-channels.js';
 import * as trustedDomains from './024-trusted-domains.js';
 import * as imapRecent from './026-imap-recent.js';
+import * as imapQresync from './027-imap-qresync.js';
 import * as mailFts from './028-mail-fts.js';
 import * as imapSortKeys from './029-imap-sort-keys.js';
 import * as retentionIndexes from './030-retention-indexes.js';
@@ -59,6 +60,7 @@ export const migrations: Migration[] = [
   { name: '023-notification-channels', ...notificationChannels },
   { name: '024-trusted-domains', ...trustedDomains },
   { name: '026-imap-recent', ...imapRecent },
+  { name: '027-imap-qresync', ...imapQresync },
   { name: '028-mail-fts', ...mailFts },
   { name: '029-imap-sort-keys', ...imapSortKeys },
   { name: '030-retention-indexes', ...retentionIndexes },

@@ -2,6 +2,7 @@
 import { formatSet, seqOutOfRange, type SequenceSet } from '../protocol/sequence.js';
 import type { Session } from '../session.js';
 import { storeFailure } from './errors.js';
+import { expungedModseq } from './select.js';
 import { bad, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
 
 async function transfer(s: Session, cmd: { uid: boolean; set: SequenceSet; mailbox: string }, move: boolean): Promise<Result> {
@@ -26,8 +27,9 @@ async function transfer(s: Session, cmd: { uid: boolean; set: SequenceSet; mailb
   if (!move) return ok(`${verb} completed`, code);
   // RFC 6851 §4.3: COPYUID goes in an untagged OK before the EXPUNGEs.
   if (code) await s.untagged(`OK [${code}] Moved`);
-  for (const [src] of res.pairs) await s.announceExpunge(src);
-  return ok(`${verb} completed`);
+  // One VANISHED for them all once QRESYNC is on (RFC 6851 §4.3), and the new HIGHESTMODSEQ (RFC 7162 §3.2.7).
+  await s.announceExpunges(res.pairs.map(([src]) => src).sort((a, b) => a - b));
+  return ok(`${verb} completed`, await expungedModseq(s, res.pairs.length));
 }
 
 export const COPY: CommandSpec<'COPY'> = {

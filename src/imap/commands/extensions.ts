@@ -58,6 +58,11 @@ export const ENABLE: CommandSpec<'ENABLE'> = {
       } else if (cap === 'IMAP4REV2' && !s.imap4rev2) {
         enableImap4rev2(s);
         enabled.push('IMAP4rev2');
+      } else if (cap === 'QRESYNC') {
+        // RFC 7162 §3.2.3: QRESYNC implies CONDSTORE.
+        s.qresync = true;
+        s.condstore = true;
+        enabled.push(cap);
       }
     }
     await s.untagged(enabled.length ? `ENABLED ${enabled.join(' ')}` : 'ENABLED');

@@ -1,4 +1,5 @@
-// tag [UID] FETCH set items [(CHANGEDSINCE n)] (RFC 3501 §6.4.5, §6.4.8; RFC 7162 §3.1.4). Streams in
+// tag [UID] FETCH set items [(CHANGEDSINCE n [VANISHED])] (RFC 3501 §6.4.5, §6.4.8; RFC 7162 §3.1.4, §3.2.6;
+// EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514). Streams in
 // batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
 // in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
 // and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
@@ -12,6 +13,7 @@ import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
 import type { SelectedMailbox, Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
+import { vanishedEarlier } from './qresync.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Needs {
@@ -123,7 +125,15 @@ type Row = MessageState & Partial<MessageMeta> & { summaryJson?: string };
 
 type ReadMode = 'state' | 'summary' | 'meta' | 'meta+summary';
 
-const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE']);
+const STATE_ITEMS = new Set(['UID', 'FLAGS', 'MODSEQ', 'RFC822.SIZE', 'EMAILID', 'THREADID']);
+
+/**
+ * RFC 8474 EMAILID: from the content address of the source, so a message keeps it through COPY, MOVE and RENAME,
+ * and a source stored twice (the same bytes delivered again) has one EMAILID, as in Cyrus.
+ */
+export function emailId(blobId: string): string {
+  return `M${blobId.slice(0, 24)}`;
+}
 
 /** The cheapest read that answers these items. */
 function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
@@ -159,6 +169,17 @@ function renderMessage(out: FetchOutput, view: SelectedMailbox, seq: number, met
           continue;
         case 'MODSEQ':
           text += `MODSEQ (${meta.modseq})`;
+          continue;
+        case 'EMAILID':
+          text += `EMAILID (${emailId(meta.blobId)})`;
+          continue;
+        case 'THREADID':
+          // RFC 8474 §5.2: NIL where the server does not thread (SEARCH THREADID then matches nothing).
+          text += 'THREADID NIL';
+          continue;
+        case 'SAVEDATE':
+          // RFC 8514 §4.1; a message stored before save dates were kept answers its internal date.
+          text += `SAVEDATE ${formatInternalDate(meta.savedDate ?? meta.internalDate!, 0)}`;
           continue;
         case 'ENVELOPE':
           text += `ENVELOPE ${summary?.envelope ?? 'NIL'}`;
@@ -229,6 +250,11 @@ export const FETCH: CommandSpec<'FETCH'> = {
       if (!items.some((i) => i.kind === 'simple' && i.name === 'MODSEQ')) items.push({ kind: 'simple', name: 'MODSEQ' });
     }
     items = dedupe(items);
+    if (cmd.vanished) {
+      // RFC 7162 §3.2.6: VANISHED (EARLIER) for the UIDs of the set expunged since CHANGEDSINCE, before the FETCHes.
+      if (!s.qresync) return bad('VANISHED needs ENABLE QRESYNC');
+      await vanishedEarlier(s, view, cmd.set, cmd.changedSince!);
+    }
     const needs = needsOf(items, view.readOnly);
     const positions = view.positions(cmd.set, cmd.uid);
     const cache = s.deps.summaries;

@@ -244,7 +244,7 @@ async function statusLine(s: Session, name: string, folder: Folder, items: reado
     values.DELETED = deleted;
     values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
   }
-  const out = items.filter((i) => i in values).map((i) => `${i} ${values[i]}`);
+  const out = items.filter((i) => i in values || i === 'MAILBOXID').map((i) => (i === 'MAILBOXID' ? `MAILBOXID (${folder.objectId})` : `${i} ${values[i]}`)); // RFC 8474 §4.2
   return `STATUS ${listName(s, name)} (${out.join(' ')})`;
 }
 

@@ -8,13 +8,13 @@ import { esearchLine, savedUids, withSavedResult, type Hit } from '../protocol/e
 import { FETCH_BATCH } from '../protocol/limits.js';
 import { needsContent, needsInternalDate, usesModseq, usesRecent, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
-import { readRows } from './fetch.js';
+import { emailId, readRows } from './fetch.js';
 import type { Session } from '../session.js';
 import { needsSource, textHits, type TextHits } from './search-text.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
 interface Candidate {
-  meta: MessageState & { internalDate?: Date; internalDateZone?: number };
+  meta: MessageState & { internalDate?: Date; internalDateZone?: number; savedDate?: Date };
   seq: number;
   raw: Buffer | null;
   tree: MimeNode | null;
@@ -95,6 +95,16 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, r
       return c.meta.internalDate ? compareDay(internalDay(c.meta.internalDate, c.meta.internalDateZone), key.cmp, key.day) : false;
     case 'modseq':
       return c.meta.modseq >= key.modseq;
+    case 'emailid':
+      return emailId(c.meta.blobId) === key.id;
+    case 'threadid':
+      return false; // THREADID is NIL: no thread (RFC 8474 §5.2)
+    case 'savedate': {
+      const at = c.meta.savedDate ?? c.meta.internalDate;
+      return at ? compareDay(internalDay(at, 0), key.cmp, key.day) : false;
+    }
+    case 'savedatesupported':
+      return true; // every folder keeps save dates (RFC 8514 §4.3)
     case 'sentdate':
       return c.tree ? compareDay(sentDay(header(c.tree, 'date')), key.cmp, key.day) : false;
     case 'header': {

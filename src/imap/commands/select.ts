@@ -1,15 +1,23 @@
-// tag SELECT/EXAMINE mailbox [(CONDSTORE)] (RFC 3501 §6.3.1-2, RFC 7162 §3.1.8) | tag CHECK | tag CLOSE |
+// tag SELECT/EXAMINE mailbox [(CONDSTORE)] [(QRESYNC (…))] (RFC 3501 §6.3.1-2, RFC 7162 §3.1.8, §3.2.5; MAILBOXID RFC 8474) | tag CHECK | tag CLOSE |
 // tag EXPUNGE (§6.4) | tag UNSELECT (RFC 3691) | tag UID EXPUNGE set (RFC 4315 §2.1)
 import { FOLDER_DELIMITER, SYSTEM_FLAGS, type Folder } from '../../mailstore/types.js';
 import { formatMailboxName } from '../protocol/mutf7.js';
 import { SelectedMailbox, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
 import { readRows } from './fetch.js';
-import { AUTH, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
+import type { CommandOf } from '../protocol/commands.js';
+import { resyncSelected, seqMatchFloor } from './qresync.js';
+import { AUTH, bad, no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
 
-async function open(s: Session, name: string, readOnly: boolean, condstore: boolean): Promise<Result> {
-  // RFC 3501 §6.3.1: a failed SELECT leaves no mailbox selected. RFC 9051 §7.1: `OK [CLOSED]` parts the old one's responses from the new one's.
-  if (s.imap4rev2 && s.selected) await s.untagged('OK [CLOSED] Previous mailbox closed');
+async function open(s: Session, cmd: CommandOf<'SELECT' | 'EXAMINE'>, readOnly: boolean): Promise<Result> {
+  const { mailbox: name, condstore } = cmd;
+  const qr = cmd.qresync ?? null;
+  // RFC 7162 §3.2.5: the QRESYNC parameter only once ENABLE QRESYNC was answered.
+  if (qr && !s.qresync) return bad('QRESYNC is not enabled');
+  // RFC 7162 §3.2.11 and RFC 9051 §7.1: CLOSED ends the responses of the mailbox this SELECT closes (for the
+  // clients that enabled QRESYNC or IMAP4rev2; an IMAP4rev1 client's transcript stays as it was).
+  if (s.selected && (s.qresync || s.imap4rev2)) await s.untagged('OK [CLOSED] Previous mailbox closed');
+  // RFC 3501 §6.3.1: a failed SELECT leaves no mailbox selected.
   s.deselect();
   if (condstore) s.condstore = true;
   const target = await s.resolve(name);
@@ -19,6 +27,8 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   const index = await s.store.folderIndex(folder.id);
   const ro = readOnly || target.access === 'read';
   const view = new SelectedMailbox(target, folder.id, folder.uidValidity, ro, index);
+  const floor = qr?.seqMatch ? seqMatchFloor(view, qr.seqMatch) : 1;
+  if (floor === null) return bad('QRESYNC sequence match data: the two sets differ in length');
   view.recentFrom = folder.recentUid;
   await s.claimRecent(view, 0);
   s.select(view);
@@ -36,20 +46,24 @@ async function open(s: Session, name: string, readOnly: boolean, condstore: bool
   }
   await s.untagged(`OK [UIDVALIDITY ${folder.uidValidity}] UIDs valid`);
   await s.untagged(`OK [UIDNEXT ${folder.uidNext}] Predicted next UID`);
-  await s.untagged(`OK [HIGHESTMODSEQ ${Math.max(folder.highestModseq, view.highestModseq)}] Highest`);
+  view.folderModseq = Math.max(folder.highestModseq, view.highestModseq);
+  await s.untagged(`OK [HIGHESTMODSEQ ${view.folderModseq}] Highest`);
+  await s.untagged(`OK [MAILBOXID (${folder.objectId})] Ok`); // RFC 8474 §4.1
+  // RFC 7162 §3.2.5: with the UIDVALIDITY the client knew, what vanished and what changed since its MODSEQ.
+  if (qr && qr.uidValidity === folder.uidValidity) await resyncSelected(s, view, qr, folder.uidNext, floor);
   return ok(`${readOnly ? 'EXAMINE' : 'SELECT'} completed`, ro ? 'READ-ONLY' : 'READ-WRITE');
 }
 
 export const SELECT: CommandSpec<'SELECT'> = {
   states: AUTH,
   updates: 'none',
-  handle: (s, cmd) => open(s, cmd.mailbox, false, cmd.condstore),
+  handle: (s, cmd) => open(s, cmd, false),
 };
 
 export const EXAMINE: CommandSpec<'EXAMINE'> = {
   states: AUTH,
   updates: 'none',
-  handle: (s, cmd) => open(s, cmd.mailbox, true, cmd.condstore),
+  handle: (s, cmd) => open(s, cmd, true),
 };
 
 export const CHECK: CommandSpec<'CHECK'> = {
@@ -60,8 +74,8 @@ export const CHECK: CommandSpec<'CHECK'> = {
   },
 };
 
-/** Expunges \Deleted messages (all, or those among `uids`) and announces each EXPUNGE. */
-async function expunge(s: Session, uids: number[] | undefined, silent: boolean): Promise<Result | null> {
+/** Expunges \Deleted messages (all, or those among `uids`) and announces each EXPUNGE (or VANISHED); answers how many went. */
+async function expunge(s: Session, uids: number[] | undefined, silent: boolean): Promise<Result | number> {
   const view = s.selected!;
   if (view.readOnly) return no('Mailbox is read-only', 'READ-ONLY');
   let gone: number[];
@@ -70,11 +84,19 @@ async function expunge(s: Session, uids: number[] | undefined, silent: boolean):
   } catch (err) {
     return storeFailure(err);
   }
-  for (const uid of gone) {
-    if (silent) view.remove(uid);
-    else await s.announceExpunge(uid);
-  }
-  return null;
+  if (silent) for (const uid of gone) view.remove(uid);
+  else await s.announceExpunges(gone);
+  return gone.length;
+}
+
+/**
+ * RFC 7162 §3.2.7: once QRESYNC is on, the tagged OK of a command that expunged carries the folder's new
+ * HIGHESTMODSEQ (after the other changes up to it have been told).
+ */
+export async function expungedModseq(s: Session, expunged: number): Promise<string | undefined> {
+  if (!s.qresync || expunged === 0 || !s.selected) return undefined;
+  await s.sync(true);
+  return s.selected ? `HIGHESTMODSEQ ${s.selected.folderModseq}` : undefined;
 }
 
 export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
@@ -91,7 +113,9 @@ export const EXPUNGE: CommandSpec<'EXPUNGE'> = {
       if (uids.length === 0) return ok('Expunge completed');
     }
     await s.sync(true);
-    return (await expunge(s, uids, false)) ?? ok('Expunge completed');
+    const done = await expunge(s, uids, false);
+    if (typeof done !== 'number') return done;
+    return ok('Expunge completed', await expungedModseq(s, done));
   },
 };
 
@@ -102,7 +126,7 @@ export const CLOSE: CommandSpec<'CLOSE'> = {
   async handle(s) {
     if (!s.selected!.readOnly) {
       const failed = await expunge(s, undefined, true);
-      if (failed) return failed;
+      if (typeof failed !== 'number') return failed;
     }
     s.deselect();
     return ok('Close completed');

@@ -15,7 +15,7 @@ export type Command =
   | { name: 'CAPABILITY' | 'NOOP' | 'LOGOUT' | 'STARTTLS' | 'CHECK' | 'CLOSE' | 'UNSELECT' | 'IDLE' | 'NAMESPACE' }
   | { name: 'AUTHENTICATE'; mechanism: string; initial: string | null }
   | { name: 'LOGIN'; user: string; password: string }
-  | { name: 'SELECT' | 'EXAMINE'; mailbox: string; condstore: boolean }
+  | { name: 'SELECT' | 'EXAMINE'; mailbox: string; condstore: boolean; qresync?: QresyncParams | null }
   | { name: 'CREATE' | 'DELETE' | 'SUBSCRIBE' | 'UNSUBSCRIBE'; mailbox: string }
   | { name: 'RENAME'; from: string; to: string }
   | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[]; statusItems: string[] | null }
@@ -24,7 +24,7 @@ export type Command =
   | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; /** Minutes east of UTC `date` was written in. */ zone: number | null; message: Buffer }
   | { name: 'EXPUNGE'; uids: SequenceSet | null }
   | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey; /** ESEARCH `RETURN (…)` (RFC 4731), null without one. */ ret: ReturnOption[] | null; tag: string }
-  | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null }
+  | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null; vanished?: boolean }
   | { name: 'STORE'; uid: boolean; set: SequenceSet; mode: StoreMode; silent: boolean; flags: string[]; unchangedSince: number | null }
   | { name: 'COPY' | 'MOVE'; uid: boolean; set: SequenceSet; mailbox: string }
   | { name: 'ID'; params: Record<string, string | null> | null }
@@ -36,6 +36,34 @@ export type Command =
   | { name: 'THREAD'; uid: boolean; algorithm: ThreadAlgorithm; charset: string; key: SearchKey };
 
 export type CommandName = Command['name'];
+
+/** SELECT/EXAMINE's `QRESYNC (uidvalidity modseq [known-uids [(seq-set uid-set)]])` (RFC 7162 §3.2.5). */
+export interface QresyncParams {
+  uidValidity: number;
+  modseq: number;
+  knownUids: SequenceSet | null;
+  /** Message sequence match data: known sequence numbers and their UIDs. */
+  seqMatch: { seqs: SequenceSet; uids: SequenceSet } | null;
+}
+
+/** The QRESYNC parameter's list. */
+function parseQresync(items: Token[]): QresyncParams {
+  const m = new Tokens(items);
+  const uidValidity = m.number('UIDVALIDITY');
+  const modseq = m.number('mod-sequence');
+  if (uidValidity === 0 || modseq === 0) throw new ParseError('QRESYNC needs a non-zero UIDVALIDITY and mod-sequence');
+  let knownUids: SequenceSet | null = null;
+  let seqMatch: QresyncParams['seqMatch'] = null;
+  const next = m.peek();
+  if (next && next.type === 'atom') knownUids = parseSequenceSet(m.atom('known UIDs'));
+  if (!m.done) {
+    const pair = new Tokens(m.list('sequence match data'));
+    seqMatch = { seqs: parseSequenceSet(pair.atom('known sequence set')), uids: parseSequenceSet(pair.atom('known UID set')) };
+    pair.end();
+  }
+  m.end();
+  return { uidValidity, modseq, knownUids, seqMatch };
+}
 
 type Named<C, N> = C extends { name: infer M } ? (N extends M ? C : never) : never;
 /** The command type(s) of one name (a union member may cover several names, e.g. SELECT and EXAMINE). */
@@ -121,8 +149,8 @@ export function parseZonedDateTime(text: string): { date: Date; zone: number } {
   return { date: d, zone: Number(m[9]) < 60 && Math.abs(offset) < 24 * 60 ? offset : 0 };
 }
 
-/** STATUS data items (RFC 3501 §6.3.10; HIGHESTMODSEQ RFC 7162, DELETED/DELETED-STORAGE RFC 9208, SIZE RFC 8438). */
-export const STATUS_ITEMS = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'DELETED', 'DELETED-STORAGE', 'SIZE'];
+/** STATUS data items (RFC 3501 §6.3.10; HIGHESTMODSEQ RFC 7162, DELETED/DELETED-STORAGE RFC 9208, SIZE RFC 8438, MAILBOXID RFC 8474). */
+export const STATUS_ITEMS = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'DELETED', 'DELETED-STORAGE', 'SIZE', 'MAILBOXID'];
 
 function atoms(tokens: Token[], what: string): string[] {
   return tokens.map((t) => {
@@ -162,15 +190,23 @@ function parseArgs(name: string, ts: Tokens, uid: boolean, tag: string, opts: Pa
     case 'EXAMINE': {
       const mailbox = mailboxName(ts.astring('mailbox'), utf8);
       let condstore = false;
+      let qresync: QresyncParams | null = null;
       const params = ts.optionalList();
       if (params) {
-        for (const p of atoms(params, 'select parameter')) {
+        for (let i = 0; i < params.length; i++) {
+          const t = params[i]!;
+          const p = t.type === 'atom' ? t.value.toUpperCase() : '';
           if (p === 'CONDSTORE') condstore = true; // RFC 7162 §3.1.8
-          else throw new ParseError(`Unknown select parameter ${p}`);
+          else if (p === 'QRESYNC') {
+            // RFC 7162 §3.2.5
+            const list = params[++i];
+            if (list?.type !== 'list') throw new ParseError('QRESYNC needs its parameters');
+            qresync = parseQresync(list.items);
+          } else throw new ParseError(`Unknown select parameter ${p || 'in list'}`);
         }
       }
       ts.end();
-      return { name, mailbox, condstore };
+      return qresync ? { name, mailbox, condstore, qresync } : { name, mailbox, condstore };
     }
     case 'CREATE':
     case 'DELETE':
@@ -263,18 +299,22 @@ function parseArgs(name: string, ts: Tokens, uid: boolean, tag: string, opts: Pa
       const set = parseSequenceSet(ts.atom('sequence set'));
       const items = parseFetchItems(ts.next('fetch attributes'));
       let changedSince: number | null = null;
+      let vanished = false;
       const mods = ts.optionalList();
       if (mods) {
         const m = new Tokens(mods);
         while (!m.done) {
           const key = m.atom('fetch modifier').toUpperCase();
           if (key === 'CHANGEDSINCE') changedSince = m.number('CHANGEDSINCE'); // RFC 7162 §3.1.4
-          else if (key === 'VANISHED') throw new ParseError('VANISHED needs QRESYNC');
+          else if (key === 'VANISHED') vanished = true; // RFC 7162 §3.2.6
           else throw new ParseError(`Unknown fetch modifier ${key}`);
         }
       }
       ts.end();
-      return { name, uid, set, items, changedSince };
+      // RFC 7162 §3.2.6: VANISHED only in UID FETCH, and only beside CHANGEDSINCE.
+      if (vanished && !uid) throw new ParseError('VANISHED is a UID FETCH modifier');
+      if (vanished && changedSince === null) throw new ParseError('VANISHED needs CHANGEDSINCE');
+      return vanished ? { name, uid, set, items, changedSince, vanished } : { name, uid, set, items, changedSince };
     }
     case 'STORE': {
       const set = parseSequenceSet(ts.atom('sequence set'));

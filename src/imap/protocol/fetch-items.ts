@@ -1,4 +1,4 @@
-// FETCH attributes (RFC 3501 §6.4.5, §9 fetch-att; MODSEQ from RFC 7162), macros expanded.
+// FETCH attributes (RFC 3501 §6.4.5, §9 fetch-att; MODSEQ from RFC 7162, EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514), macros expanded.
 import { ParseError, parseNumber, type Token } from './tokens.js';
 
 export interface Section {
@@ -20,13 +20,16 @@ export type SimpleItem =
   | 'MODSEQ'
   | 'RFC822'
   | 'RFC822.HEADER'
-  | 'RFC822.TEXT';
+  | 'RFC822.TEXT'
+  | 'EMAILID' // RFC 8474
+  | 'THREADID'
+  | 'SAVEDATE'; // RFC 8514
 
 export type FetchItem =
   | { kind: 'simple'; name: SimpleItem }
   | { kind: 'section'; peek: boolean; section: Section; partial: { start: number; length: number } | null; label: string };
 
-const SIMPLE = new Set<string>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'MODSEQ', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT']);
+const SIMPLE = new Set<string>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'MODSEQ', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT', 'EMAILID', 'THREADID', 'SAVEDATE']);
 const MACROS: Record<string, SimpleItem[]> = {
   ALL: ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE'],
   FAST: ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE'],

@@ -1,4 +1,5 @@
-// SEARCH keys (RFC 3501 §6.4.4, §9 search-key; CONDSTORE's MODSEQ, RFC 7162 §3.1.5) into a typed tree.
+// SEARCH keys (RFC 3501 §6.4.4, §9 search-key; CONDSTORE's MODSEQ, RFC 7162 §3.1.5; OBJECTID's EMAILID and THREADID,
+// RFC 8474; SAVEDATE's SAVEDBEFORE/SAVEDON/SAVEDSINCE/SAVEDATESUPPORTED, RFC 8514) into a typed tree.
 import { parseSequenceSet, isSequenceSet, type SequenceSet } from './sequence.js';
 import { MAX_NESTING_DEPTH } from './limits.js';
 import { ParseError, parseNumber, Tokens, type Token } from './tokens.js';
@@ -22,7 +23,10 @@ export type SearchKey =
   | { op: 'header'; field: string; value: string }
   | { op: 'body'; value: string }
   | { op: 'text'; value: string }
-  | { op: 'modseq'; modseq: number };
+  | { op: 'modseq'; modseq: number }
+  | { op: 'emailid' | 'threadid'; id: string } // RFC 8474 §4.3
+  | { op: 'savedate'; cmp: DateCmp; day: number } // RFC 8514 §4.3
+  | { op: 'savedatesupported' };
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 
@@ -57,6 +61,9 @@ const DATE_KEYS: Record<string, [SearchKey['op'], DateCmp]> = {
   SENTBEFORE: ['sentdate', 'before'],
   SENTON: ['sentdate', 'on'],
   SENTSINCE: ['sentdate', 'since'],
+  SAVEDBEFORE: ['savedate', 'before'],
+  SAVEDON: ['savedate', 'on'],
+  SAVEDSINCE: ['savedate', 'since'],
 };
 
 /** One search key; `depth` counts the lists, NOTs and ORs it is inside (parsing and matching recurse that deep). */
@@ -112,6 +119,14 @@ function parseKey(ts: Tokens, depth = 0): SearchKey {
       const a = parseKey(ts, depth + 1);
       return { op: 'or', a, b: parseKey(ts, depth + 1) };
     }
+    case 'EMAILID':
+    case 'THREADID': {
+      const id = ts.atom('objectid');
+      if (!/^[A-Za-z0-9_-]{1,255}$/.test(id)) throw new ParseError(`Bad objectid "${id}"`);
+      return { op: word === 'EMAILID' ? 'emailid' : 'threadid', id };
+    }
+    case 'SAVEDATESUPPORTED':
+      return { op: 'savedatesupported' };
     case 'MODSEQ': {
       // MODSEQ [entry-name entry-type-req] mod-sequence-valzer
       const next = ts.peek();
@@ -150,7 +165,7 @@ function someKey(key: SearchKey, ops: ReadonlySet<SearchKey['op']>): boolean {
 }
 
 const CONTENT_OPS: ReadonlySet<SearchKey['op']> = new Set(['header', 'body', 'text', 'sentdate']);
-const INTERNALDATE_OPS: ReadonlySet<SearchKey['op']> = new Set(['internaldate']);
+const INTERNALDATE_OPS: ReadonlySet<SearchKey['op']> = new Set(['internaldate', 'savedate']);
 const MODSEQ_OPS: ReadonlySet<SearchKey['op']> = new Set(['modseq']);
 
 /** True when the key tree needs message contents (headers or body), not just the metadata. */

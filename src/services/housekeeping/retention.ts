@@ -8,7 +8,7 @@
 // The mail store's change feed (one row per message change, for IMAP sessions' updates) keeps
 // MAIL_CHANGES_WINDOW_MS of changes; older ones are pruned by the same job. A session whose cursor is older
 // than what is kept resynchronises from the messages (`syncChanges` answers null); CONDSTORE's CHANGEDSINCE
-// reads the messages' own MODSEQ, and QRESYNC (which would need old expunges) is not offered.
+// reads the messages' own MODSEQ, and QRESYNC reads the store's tombstones (mailstore/vanished.ts), kept apart.
 // The team's other logs follow its email retention: the event log (GET /events), webhook deliveries (but
 // one still pending) and inbound emails with their attachments, by the same job, 200 rows a transaction.
 // And, by age, in batches of 200 (each area prunes its own rows, see each function):
