@@ -48,6 +48,7 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     ...createMessageOps(core),
     deliver: writer.deliver,
     append: writer.append,
+    appendAll: writer.appendAll,
 
     changesSince,
 
