@@ -23,7 +23,7 @@ class Deflated {
   private readonly deflate = zlib.createDeflateRaw();
   private readonly inflate = zlib.createInflateRaw();
   bytesIn = 0;
-  constructor(private readonly socket: net.Socket) {
+  constructor(socket: net.Socket) {
     socket.removeAllListeners('data');
     socket.on('data', (chunk: Buffer | string) => {
       const b = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
