@@ -23,6 +23,9 @@ export const EXTENSIONS = [
   'QUOTA=RES-STORAGE',
   'LIST-STATUS', // RFC 5819
   'STATUS=SIZE', // RFC 8438
+  'LIST-EXTENDED', // RFC 5258
+  'MULTIAPPEND', // RFC 3502
+  'BINARY', // RFC 3516
   'SORT', // RFC 5256
   'SORT=DISPLAY', // RFC 5957
   'THREAD=ORDEREDSUBJECT', // RFC 5256
@@ -41,6 +44,8 @@ export function capabilities(session: Session): string[] {
     caps.push(passwordsAllowed(session.client) ? 'AUTH=PLAIN' : 'LOGINDISABLED');
   } else {
     caps.push(`APPENDLIMIT=${MAX_APPEND_LITERAL_BYTES}`);
+    // RFC 4978 §3: once logged in (compression before the password invites CRIME-style guessing); not once active.
+    if (!session.client.compressed) caps.push('COMPRESS=DEFLATE');
   }
   return caps;
 }

@@ -7,8 +7,12 @@
 // RESPONSE_WRITE_BYTES for a large FETCH), and a continuation request carries what was gathered before it: a client
 // with Nagle's algorithm and delayed ACKs (imaplib's defaults) otherwise waits ~40 ms for the second write of each
 // response. The accepted socket has TCP_NODELAY (server.ts), which the TLS socket of STARTTLS keeps (same TCP socket).
+// COMPRESS DEFLATE (RFC 4978) puts raw DEFLATE between the socket (plain or TLS) and the protocol both ways: input
+// is inflated before the reader sees it, and each write (a whole response) is deflated and flushed (Z_SYNC_FLUSH)
+// into one socket write, so the one-write rule holds compressed too.
 import net from 'node:net';
 import tls from 'node:tls';
+import zlib from 'node:zlib';
 import { capabilities } from './capabilities.js';
 import { beforeAppendLiteral } from './commands/append.js';
 import { COMMANDS } from './commands/index.js';
@@ -52,6 +56,15 @@ export class ImapConnection implements ClientChannel {
   private gathering = false;
   private gathered: Array<string | Buffer> = [];
   private gatheredBytes = 0;
+  /** COMPRESS=DEFLATE is active (RFC 4978): `deflate` compresses what is written, `inflate` what is read. */
+  compressed = false;
+  private deflate: zlib.DeflateRaw | null = null;
+  private inflate: zlib.InflateRaw | null = null;
+  /** Deflated output of the write in progress. */
+  private deflated: Buffer[] = [];
+  /** Compressed writes one after another (each is deflate, flush, socket write). */
+  private sending: Promise<void> = Promise.resolve();
+  private readonly onCompressedData = (chunk: Buffer) => this.inflate?.write(chunk);
   /** Resolves when the connection is closed. */
   readonly done: Promise<void>;
   private resolveDone!: () => void;
@@ -195,6 +208,8 @@ export class ImapConnection implements ClientChannel {
     this.queue.length = 0;
     this.pendingContinuation?.(null);
     this.pendingContinuation = null;
+    this.inflate?.destroy();
+    this.deflate?.destroy();
     this.wakeSettled();
     this.resolveDone();
   }
@@ -233,7 +248,44 @@ export class ImapConnection implements ClientChannel {
     this.gathered = [];
     this.gatheredBytes = 0;
     const whole = parts.length === 1 ? parts[0]! : parts.every((p) => typeof p === 'string') ? parts.join('') : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
-    return writeDrained(this.socket, whole);
+    return this.send(whole);
+  }
+
+  /** One socket write of `data`, deflated and flushed when COMPRESS is active (in the order of the calls). */
+  private send(data: string | Buffer): Promise<void> {
+    const deflate = this.deflate;
+    if (!deflate) return writeDrained(this.socket, data);
+    const run = async () => {
+      if (this.closed) return;
+      await new Promise<void>((resolve) => {
+        deflate.write(data);
+        deflate.flush(zlib.constants.Z_SYNC_FLUSH, () => resolve());
+      });
+      // The flush's output has been emitted by now; should a piece still be on its way, wait a turn for it.
+      if (!this.deflated.length) await new Promise((resolve) => setImmediate(resolve));
+      const out = this.deflated;
+      this.deflated = [];
+      if (out.length && !this.closed) await writeDrained(this.socket, out.length === 1 ? out[0]! : Buffer.concat(out));
+    };
+    const p = this.sending.then(run, run);
+    this.sending = p.catch(() => undefined);
+    return p;
+  }
+
+  /** RFC 4978 §3: compression starts right after the tagged OK, which itself goes out uncompressed. */
+  private startCompression(): void {
+    this.compressed = true;
+    const deflate = zlib.createDeflateRaw();
+    const inflate = zlib.createInflateRaw();
+    deflate.on('data', (chunk: Buffer) => this.deflated.push(chunk));
+    deflate.on('error', (err) => this.deps.log.debug({ err }, 'imap deflate failed'));
+    inflate.on('data', (chunk: Buffer) => this.reader.push(chunk));
+    // Input that does not inflate cannot be told from commands: the connection ends.
+    inflate.on('error', () => this.socket.destroy());
+    this.deflate = deflate;
+    this.inflate = inflate;
+    this.socket.off('data', this.onData);
+    this.socket.on('data', this.onCompressedData);
   }
 
   /** Sends `+ text` (with the output gathered before it) and waits for the client's line; meanwhile nothing is gathered (IDLE's pushes go out as they come). */
@@ -343,7 +395,10 @@ export class ImapConnection implements ClientChannel {
     else this.badCount = 0;
     const code = result.code ? `[${result.code}] ` : '';
     this.gathering = false;
-    await this.writeNow(`${tag} ${result.status} ${code}${result.text}\r\n`);
+    const written = this.writeNow(`${tag} ${result.status} ${code}${result.text}\r\n`);
+    // The OK went to the socket as it was; what follows it, both ways, is compressed.
+    if (result.effect === 'compress') this.startCompression();
+    await written;
     if (result.effect === 'starttls') this.upgrade();
     else if (result.effect === 'logout') {
       this.socket.end();

@@ -50,6 +50,8 @@ export interface ClientChannel {
   secure: boolean;
   /** On MAIL_TRUSTED_NETWORKS: may log in without TLS. */
   trusted: boolean;
+  /** COMPRESS=DEFLATE is active (RFC 4978). */
+  compressed?: boolean;
 }
 
 /** RFC 2342: the shared-namespace prefix for mailboxes other accounts share with this one. */

@@ -3,7 +3,8 @@
 // next one: one statement reads the mailboxes and target folders, one multi-row statement each writes blobs,
 // messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header
 // summary are computed before queueing, outside the transaction. A call that fails on its own terms (quota,
-// unknown mailbox or folder) fails alone; the others in its batch commit.
+// unknown mailbox or folder) fails alone; the others in its batch commit. `appendAll` (IMAP MULTIAPPEND) is one
+// call for several messages: all of them are stored, or none.
 import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
 import { placeholders, type Tx } from '../db/index.js';
@@ -33,7 +34,7 @@ import {
   type MessageRow,
   type Pending,
 } from './rows.js';
-import { MailStoreError, type DeliverOptions, type DeliveryTarget, type StoredCopy, type ZonedDate } from './types.js';
+import { MailStoreError, type AppendInput, type DeliverOptions, type DeliveryTarget, type StoredCopy, type ZonedDate } from './types.js';
 
 interface Item {
   blobId: string;
@@ -49,6 +50,8 @@ interface Item {
   onQuota: 'fail' | 'skip';
   /** Create missing folders (deliver) or refuse with not_found (append: IMAP answers TRYCREATE). */
   createFolders: boolean;
+  /** More messages stored with this one, all or none (appendAll); their copies follow this one's. */
+  group?: Item[];
 }
 
 type Outcome = { copies: StoredCopy[] } | { error: MailStoreError };
@@ -63,6 +66,7 @@ interface FolderState {
 export interface DeliveryWriter {
   deliver(raw: Buffer, targets: DeliveryTarget[], opts?: DeliverOptions): Promise<StoredCopy[]>;
   append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date | ZonedDate): Promise<StoredCopy>;
+  appendAll(mailboxId: number, path: string, messages: AppendInput[]): Promise<StoredCopy[]>;
 }
 
 export function createDeliveryWriter(core: Core): DeliveryWriter {
@@ -118,6 +122,18 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
       const [copy] = await submit(item);
       return copy!;
     },
+    async appendAll(mailboxId, path, messages) {
+      if (messages.length === 0) return [];
+      const items = messages.map(
+        (msg): Item => ({
+          ...prepare(msg.raw, msg.internalDate),
+          targets: [{ mailboxId, path: normalizePath(path), flags: normalizeFlags(msg.flags ?? []) }],
+          onQuota: 'fail',
+          createFolders: false,
+        }),
+      );
+      return submit({ ...items[0]!, group: items.slice(1) });
+    },
   };
 }
 
@@ -152,10 +168,15 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
     const results: Outcome[] = [];
 
     for (const item of items) {
+      // A group is placed message by message on a copy of the counters it changes: a failure leaves them as they were.
+      const mark = item.group ? snapshot(mailboxes, folders, messages, changes, pending, blobs) : null;
       try {
-        results.push({ copies: await place(core, trx, item, mailboxes, folders, messages, changes, pending, blobs) });
+        const copies: StoredCopy[] = [];
+        for (const one of [item, ...(item.group ?? [])]) copies.push(...(await place(core, trx, one, mailboxes, folders, messages, changes, pending, blobs)));
+        results.push({ copies });
       } catch (err) {
         if (!(err instanceof MailStoreError)) throw err;
+        mark?.restore();
         results.push({ error: err });
       }
     }
@@ -188,6 +209,35 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
   });
   announce(core, pending);
   return outcomes;
+}
+
+/** The batch's state before a group is placed, and how to go back to it. */
+function snapshot(
+  mailboxes: Map<number, MailboxState>,
+  folders: Map<string, FolderState>,
+  messages: MessageRow[],
+  changes: ChangeRow[],
+  pending: Pending[],
+  blobs: Map<string, { item: Item; refs: number }>,
+): { restore(): void } {
+  const m = [...mailboxes.values()].map((x) => ({ x, copy: { ...x } }));
+  const f = [...folders.values()].map((x) => ({ x, copy: { ...x } }));
+  const b = new Map([...blobs].map(([k, v]) => [k, v.refs]));
+  const lengths = [messages.length, changes.length, pending.length] as const;
+  return {
+    restore() {
+      for (const { x, copy } of m) Object.assign(x, copy);
+      for (const { x, copy } of f) Object.assign(x, copy);
+      for (const [k, v] of [...blobs]) {
+        const refs = b.get(k);
+        if (refs === undefined) blobs.delete(k);
+        else v.refs = refs;
+      }
+      messages.length = lengths[0];
+      changes.length = lengths[1];
+      pending.length = lengths[2];
+    },
+  };
 }
 
 /** The mailbox columns mailboxState reads, and a folder's (its mailbox_id is the mailbox's id). */

@@ -53,6 +53,7 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     ...createVanishedOps(core),
     deliver: writer.deliver,
     append: writer.append,
+    appendAll: writer.appendAll,
 
     changesSince,
 

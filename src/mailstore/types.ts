@@ -293,6 +293,13 @@ export class MailStoreError extends Error {
  * The store (built by `createMailStore` in src/mailstore/index.ts, reachable as `ctx.mailstore`). All methods are async and transactional on their own; a method that changes a folder writes
  * its MODSEQ and change-feed rows in the same transaction and then notifies in-process listeners.
  */
+/** One message of `appendAll`. */
+export interface AppendInput {
+  raw: Buffer;
+  flags?: string[];
+  internalDate?: Date | ZonedDate;
+}
+
 export interface MailStore {
   // Accounts
   createAccount(input: CreateAccountInput): Promise<MailboxAccount>;
@@ -361,6 +368,11 @@ export interface MailStore {
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
   /** A ZonedDate is stored with its zone (FETCH INTERNALDATE gives it back as written); a Date as UTC. */
   append(mailboxId: number, path: string, raw: Buffer, flags?: string[], internalDate?: Date | ZonedDate): Promise<StoredCopy>;
+  /**
+   * Several messages into one folder in one transaction (IMAP MULTIAPPEND, RFC 3502): all of them are stored, with
+   * ascending UIDs in the order given, or none (the first failure, e.g. quota, is thrown).
+   */
+  appendAll(mailboxId: number, path: string, messages: AppendInput[]): Promise<StoredCopy[]>;
   setFlags(folderId: number, uids: number[], mode: FlagMode, flags: string[], opts?: { unchangedSince?: number }): Promise<FlagUpdate>;
   /** Copies keep flags; returns [source uid, destination uid] pairs in source order (COPYUID). */
   copy(folderId: number, uids: number[], toFolderId: number): Promise<{ uidValidity: number; pairs: Array<[number, number]> }>;

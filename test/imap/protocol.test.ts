@@ -167,9 +167,9 @@ t.test('command grammar: every command', async (t) => {
     ['a RENAME INBOX Saved', { name: 'RENAME', from: 'INBOX', to: 'Saved' }],
     ['a SUBSCRIBE x', { name: 'SUBSCRIBE', mailbox: 'x' }],
     ['a UNSUBSCRIBE x', { name: 'UNSUBSCRIBE', mailbox: 'x' }],
-    ['a LIST "" *', { name: 'LIST', reference: '', patterns: ['*'], selectOptions: [], returnOptions: [], statusItems: null }],
-    ['a LIST (SUBSCRIBED) "" ("INBOX" %) RETURN (SPECIAL-USE)', { name: 'LIST', reference: '', patterns: ['INBOX', '%'], selectOptions: ['SUBSCRIBED'], returnOptions: ['SPECIAL-USE'], statusItems: null }],
-    ['a LIST "" % RETURN (SUBSCRIBED STATUS (MESSAGES SIZE))', { name: 'LIST', reference: '', patterns: ['%'], selectOptions: [], returnOptions: ['SUBSCRIBED'], statusItems: ['MESSAGES', 'SIZE'] }],
+    ['a LIST "" *', { name: 'LIST', reference: '', patterns: ['*'], select: { subscribed: false, remote: false, recursiveMatch: false, specialUse: false }, return: { subscribed: false, children: false, specialUse: false, status: null }, extended: false }],
+    ['a LIST (SUBSCRIBED) "" ("INBOX" %) RETURN (SPECIAL-USE)', { name: 'LIST', reference: '', patterns: ['INBOX', '%'], select: { subscribed: true, remote: false, recursiveMatch: false, specialUse: false }, return: { subscribed: true, children: false, specialUse: true, status: null }, extended: true }],
+    ['a LIST "" % RETURN (SUBSCRIBED STATUS (MESSAGES SIZE))', { name: 'LIST', reference: '', patterns: ['%'], select: { subscribed: false, remote: false, recursiveMatch: false, specialUse: false }, return: { subscribed: true, children: false, specialUse: false, status: ['MESSAGES', 'SIZE'] }, extended: true }],
     ['a LSUB "" %', { name: 'LSUB', reference: '', patterns: ['%'] }],
     ['a STATUS INBOX (MESSAGES UNSEEN highestmodseq)', { name: 'STATUS', mailbox: 'INBOX', items: ['MESSAGES', 'UNSEEN', 'HIGHESTMODSEQ'] }],
     ['a CHECK', { name: 'CHECK' }],
@@ -202,9 +202,9 @@ t.test('command grammar: every command', async (t) => {
   t.same(all.name === 'FETCH' && all.items.map((i) => (i.kind === 'simple' ? i.name : '')), ['FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE']);
 
   const append = parseCommand({ parts: [{ kind: 'text', text: 'a APPEND Drafts (\\Draft) " 7-Feb-2026 10:00:00 +0100" ' }, { kind: 'literal', data: Buffer.from('Subject: x\r\n\r\nhi') }, { kind: 'text', text: '' }] }).command;
-  t.match(append, { name: 'APPEND', mailbox: 'Drafts', flags: ['\\Draft'] });
-  t.equal(append.name === 'APPEND' && append.date?.toISOString(), '2026-02-07T09:00:00.000Z');
-  t.equal(append.name === 'APPEND' && append.message.toString(), 'Subject: x\r\n\r\nhi');
+  t.match(append, { name: 'APPEND', mailbox: 'Drafts', messages: [{ flags: ['\\Draft'], binary: false }] });
+  t.equal(append.name === 'APPEND' && append.messages[0]!.date?.toISOString(), '2026-02-07T09:00:00.000Z');
+  t.equal(append.name === 'APPEND' && append.messages[0]!.message.toString(), 'Subject: x\r\n\r\nhi');
 });
 
 t.test('command grammar: malformed commands carry their tag', async (t) => {

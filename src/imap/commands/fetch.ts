@@ -2,8 +2,11 @@
 // EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514). Streams in
 // batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
 // in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
-// and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure).
+// and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure). BINARY (RFC 3516):
+// a part's decoded content, sent as a literal8 `~{n}` when it holds NUL octets; a part whose encoding cannot be
+// undone leaves its message out and the FETCH ends NO [UNKNOWN-CTE].
 import type { MessageMeta, MessageState, MessageSummary } from '../../mailstore/types.js';
+import { binaryContent } from '../mime/binary.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
 import { sectionBytes } from '../mime/section.js';
 import { envelopeFromSummary, summarize } from '../mime/structure.js';
@@ -26,7 +29,7 @@ interface Needs {
 function needsOf(items: FetchItem[], readOnly: boolean): Needs {
   const n: Needs = { raw: false, envelope: false, structure: false, setSeen: false };
   for (const it of items) {
-    if (it.kind === 'section') {
+    if (it.kind === 'section' || it.kind === 'binary') {
       n.raw = true;
       if (!it.peek) n.setSeen = true;
     } else if (it.name === 'ENVELOPE') n.envelope = true;
@@ -44,7 +47,7 @@ function needsOf(items: FetchItem[], readOnly: boolean): Needs {
 function dedupe(items: FetchItem[]): FetchItem[] {
   const seen = new Set<string>();
   return items.filter((it) => {
-    const key = it.kind === 'simple' ? it.name : `${it.peek ? 'P' : ''}${it.label}<${it.partial?.start ?? ''}>`;
+    const key = it.kind === 'simple' ? it.name : `${it.kind === 'binary' ? (it.size ? 'BS' : 'B') : ''}${it.peek ? 'P' : ''}${it.label}<${it.partial?.start ?? ''}>`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
@@ -144,7 +147,18 @@ function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
 }
 
 /** Appends `* seq FETCH (...)` for one message. */
-function renderMessage(out: FetchOutput, view: SelectedMailbox, seq: number, meta: Row, items: FetchItem[], summary: CachedSummary | undefined, raw: Buffer | null, tree: MimeNode | null, flagsChanged: boolean): void {
+function renderMessage(
+  out: FetchOutput,
+  view: SelectedMailbox,
+  seq: number,
+  meta: Row,
+  items: FetchItem[],
+  summary: CachedSummary | undefined,
+  raw: Buffer | null,
+  tree: MimeNode | null,
+  flagsChanged: boolean,
+  decoded: Map<FetchItem, Buffer | null> | null = null,
+): void {
   let text = `* ${seq} FETCH (`;
   let flagsSent = false;
   for (let i = 0; i < items.length; i++) {
@@ -202,6 +216,24 @@ function renderMessage(out: FetchOutput, view: SelectedMailbox, seq: number, met
           label = 'RFC822.TEXT';
           data = raw && tree ? raw.subarray(tree.bodyStart, tree.end) : null;
           break;
+      }
+    } else if (it.kind === 'binary') {
+      data = decoded?.get(it) ?? null;
+      if (it.size) {
+        text += `BINARY.SIZE[${it.label}] ${data?.length ?? 0}`;
+        continue;
+      }
+      label = `BINARY[${it.label}]`;
+      if (it.partial && data) {
+        label += `<${it.partial.start}>`;
+        data = it.partial.start >= data.length ? Buffer.alloc(0) : data.subarray(it.partial.start, it.partial.start + it.partial.length);
+      }
+      // RFC 3516 §4.3: content with NUL octets goes as a literal8.
+      if (data && data.includes(0)) {
+        out.addText(`${text}${label} ~{${data.length}}\r\n`);
+        out.addBytes(data);
+        text = '';
+        continue;
       }
     } else {
       data = raw && tree ? (sectionBytes(raw, tree, it.section) ?? Buffer.alloc(0)) : null;
@@ -262,6 +294,8 @@ export const FETCH: CommandSpec<'FETCH'> = {
     const sendsFlags = items.some((i) => i.kind === 'simple' && i.name === 'FLAGS');
     const knownOnly = items.every((i) => i.kind === 'simple' && (i.name === 'UID' || i.name === 'MODSEQ'));
     let gone = false;
+    let unknownCte: string | null = null;
+    const binaryItems = items.filter((i) => i.kind === 'binary');
     const read = readModeOf(items, needs);
     // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
     // one range scan; raw sources one message at a time and only when an item needs them.
@@ -318,13 +352,29 @@ export const FETCH: CommandSpec<'FETCH'> = {
             }
           }
         }
+        let decoded: Map<FetchItem, Buffer | null> | null = null;
+        if (binaryItems.length && raw && tree) {
+          decoded = new Map();
+          let undecodable = false;
+          for (const it of binaryItems) {
+            const content = binaryContent(raw, tree, it.path);
+            if (content && 'unknownCte' in content) {
+              unknownCte = content.unknownCte;
+              undecodable = true;
+            }
+            decoded.set(it, content && 'data' in content ? content.data : null);
+          }
+          // RFC 3516 §4.2: an encoding the server cannot undo fails the request; this message is not answered.
+          if (undecodable) continue;
+        }
         // The client now knows these flags: a later sync need not report them again.
         if (sendsFlags || changedFlags.has(uid)) view.update(meta);
-        renderMessage(out, view, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid));
+        renderMessage(out, view, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid), decoded);
         if (out.full) await out.flush();
       }
     }
     await out.flush();
+    if (unknownCte !== null) return no(`Cannot decode the content transfer encoding "${unknownCte.slice(0, 40)}"`, 'UNKNOWN-CTE');
     if (gone) {
       // UID FETCH names UIDs, and a UID that no longer exists is ignored without an error (RFC 3501 §6.4.8):
       // what is gone is left out and the command succeeds, saying why (RFC 5530). A NO here made mbsync

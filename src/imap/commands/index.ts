@@ -2,11 +2,13 @@
 import type { CommandName } from '../protocol/commands.js';
 import { CAPABILITY, ID, LOGOUT, NOOP } from './any-state.js';
 import { APPEND } from './append.js';
+import { COMPRESS } from './compress.js';
 import { AUTHENTICATE, LOGIN, STARTTLS } from './auth.js';
 import { COPY, MOVE } from './copy.js';
 import { ENABLE, GETQUOTA, GETQUOTAROOT, IDLE, SETQUOTA } from './extensions.js';
 import { FETCH } from './fetch.js';
-import { CREATE, DELETE, LIST, LSUB, NAMESPACE, RENAME, STATUS, SUBSCRIBE, UNSUBSCRIBE } from './mailboxes.js';
+import { LIST, LSUB } from './list.js';
+import { CREATE, DELETE, NAMESPACE, RENAME, STATUS, SUBSCRIBE, UNSUBSCRIBE } from './mailboxes.js';
 import { SEARCH } from './search.js';
 import { CHECK, CLOSE, EXAMINE, EXPUNGE, SELECT, UNSELECT } from './select.js';
 import { SORT, THREAD } from './sort.js';
@@ -49,4 +51,5 @@ export const COMMANDS: { [N in CommandName]: CommandSpec<N> } = {
   SETQUOTA,
   SORT,
   THREAD,
+  COMPRESS,
 };

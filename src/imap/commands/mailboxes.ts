@@ -1,12 +1,13 @@
-// tag CREATE / DELETE / RENAME / SUBSCRIBE / UNSUBSCRIBE / LIST / LSUB / STATUS (RFC 3501 §6.3),
-// tag NAMESPACE (RFC 2342), SPECIAL-USE attributes in LIST (RFC 6154), CHILDREN (RFC 3348).
+// tag CREATE / DELETE / RENAME / SUBSCRIBE / UNSUBSCRIBE / STATUS (RFC 3501 §6.3), tag NAMESPACE (RFC 2342),
+// and the mailbox names LIST and LSUB answer with (list.ts).
 import { FOLDER_DELIMITER, type Folder } from '../../mailstore/types.js';
 import { formatMailboxName } from '../protocol/mutf7.js';
 import { SHARED_PREFIX, type MailboxTarget, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
 import { AUTH, bad, no, ok, type CommandSpec, type Result } from './types.js';
 
-interface Entry {
+/** A name LIST can answer: a folder of the account or shared with it, or a parent that is no folder. */
+export interface Entry {
   name: string;
   noselect: boolean;
   subscribed: boolean;
@@ -23,7 +24,7 @@ async function ownTarget(s: Session, name: string): Promise<MailboxTarget | Resu
 const isTarget = (v: MailboxTarget | Result): v is MailboxTarget => 'mailboxId' in v;
 
 /** Every name the account can see: its folders, the folders shared with it, and their \Noselect parents. */
-async function allEntries(s: Session): Promise<Entry[]> {
+export async function allEntries(s: Session): Promise<Entry[]> {
   const account = s.account!;
   const byName = new Map<string, Entry>();
   const add = (name: string, f: Folder | null, shared: boolean) => {
@@ -58,74 +59,8 @@ export function patternToRegExp(reference: string, pattern: string): RegExp {
   return new RegExp(`^${re}$`, 's');
 }
 
-function attributes(e: Entry, all: Entry[], withSubscribed: boolean, rev2 = false): string {
-  const attrs: string[] = [];
-  // RFC 9051 §7.3.1: a name that is no mailbox (a parent only) is \NonExistent, which implies \Noselect.
-  if (e.noselect && rev2) attrs.push('\\NonExistent');
-  if (e.noselect) attrs.push('\\Noselect');
-  const hasChildren = all.some((o) => o.name.startsWith(e.name + FOLDER_DELIMITER));
-  attrs.push(hasChildren ? '\\HasChildren' : '\\HasNoChildren');
-  if (e.specialUse) attrs.push(e.specialUse);
-  if (withSubscribed && e.subscribed) attrs.push('\\Subscribed');
-  return attrs.join(' ');
-}
-
-const listName = (s: Session, name: string) => formatMailboxName(name, s.utf8Names);
-
-export const LIST: CommandSpec<'LIST'> = {
-  states: AUTH,
-  updates: 'full',
-  async handle(s, cmd) {
-    if (cmd.patterns.length === 1 && cmd.patterns[0] === '') {
-      await s.untagged(`LIST (\\Noselect) "${FOLDER_DELIMITER}" ""`); // RFC 3501 §6.3.8: the delimiter query
-      return ok('List completed');
-    }
-    const onlySubscribed = cmd.selectOptions.includes('SUBSCRIBED');
-    const onlySpecial = cmd.selectOptions.includes('SPECIAL-USE');
-    const withSubscribed = onlySubscribed || cmd.returnOptions.includes('SUBSCRIBED');
-    const all = await allEntries(s);
-    const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
-    for (const e of all) {
-      if (!res.some((re) => re.test(e.name))) continue;
-      if (onlySubscribed && !e.subscribed) continue;
-      if (onlySpecial && !e.specialUse) continue;
-      await s.untagged(`LIST (${attributes(e, all, withSubscribed, s.imap4rev2)}) "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
-      // RFC 5819: the STATUS of each selectable mailbox listed, right after its LIST response.
-      if (cmd.statusItems && !e.noselect) {
-        const target = await s.resolve(e.name);
-        const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
-        if (folder) await s.untagged(await statusLine(s, e.name, folder, cmd.statusItems));
-      }
-    }
-    return ok('List completed');
-  },
-};
-
-export const LSUB: CommandSpec<'LSUB'> = {
-  states: AUTH,
-  updates: 'full',
-  async handle(s, cmd) {
-    const all = await allEntries(s);
-    const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
-    const matches = (name: string) => res.some((re) => re.test(name));
-    const subscribed = all.filter((e) => e.subscribed);
-    for (const e of all) {
-      if (!matches(e.name)) continue;
-      if (e.subscribed) {
-        await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
-        continue;
-      }
-      // RFC 3501 §6.3.9: "foo/bar" subscribed, "foo" not: a "%" that reaches foo but not foo/bar returns foo,
-      // marked \Noselect (= not subscribed). Clients that browse subscriptions level by level (neomutt's
-      // browser with $imap_list_subscribed sends LSUB "" "%") never found a subscribed folder otherwise.
-      const prefix = e.name + FOLDER_DELIMITER;
-      if (subscribed.some((d) => d.name.startsWith(prefix) && !matches(d.name))) {
-        await s.untagged(`LSUB (\\Noselect) "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
-      }
-    }
-    return ok('Lsub completed');
-  },
-};
+/** A mailbox name as this session writes it: modified UTF-7, or UTF-8 once IMAP4rev2 is enabled (RFC 9051 §5.1). */
+export const listName = (s: Session, name: string) => formatMailboxName(name, s.utf8Names);
 
 export const NAMESPACE: CommandSpec<'NAMESPACE'> = {
   states: AUTH,
@@ -221,7 +156,7 @@ export const SUBSCRIBE = subscription(true) as CommandSpec<'SUBSCRIBE'>;
 export const UNSUBSCRIBE = subscription(false) as CommandSpec<'UNSUBSCRIBE'>;
 
 /** The `STATUS name (items)` response of a folder (STATUS, and LIST's RETURN (STATUS …), RFC 5819). */
-async function statusLine(s: Session, name: string, folder: Folder, items: readonly string[]): Promise<string> {
+export async function statusLine(s: Session, name: string, folder: Folder, items: readonly string[], formatName = (n: string) => listName(s, n)): Promise<string> {
   const values: Record<string, number> = {
     MESSAGES: folder.messages,
     RECENT: s.imap4rev2 ? 0 : folder.recent, // IMAP4rev2 has no \Recent (RFC 9051 Appendix E)
@@ -245,7 +180,7 @@ async function statusLine(s: Session, name: string, folder: Folder, items: reado
     values['DELETED-STORAGE'] = Math.ceil(bytes / 1024);
   }
   const out = items.filter((i) => i in values || i === 'MAILBOXID').map((i) => (i === 'MAILBOXID' ? `MAILBOXID (${folder.objectId})` : `${i} ${values[i]}`)); // RFC 8474 §4.2
-  return `STATUS ${listName(s, name)} (${out.join(' ')})`;
+  return `STATUS ${formatName(name)} (${out.join(' ')})`;
 }
 
 export const STATUS: CommandSpec<'STATUS'> = {

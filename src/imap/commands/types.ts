@@ -9,7 +9,7 @@ export interface Result {
   code?: string;
   text: string;
   /** What the connection does after writing the tagged response. */
-  effect?: 'starttls' | 'logout';
+  effect?: 'starttls' | 'logout' | 'compress';
 }
 
 export const ok = (text = 'Completed', code?: string): Result => ({ status: 'OK', text, ...(code ? { code } : {}) });

@@ -2,6 +2,7 @@
 // sections named beside each case. No I/O, no storage.
 import { parseReturnOptions, type ReturnOption } from './esearch.js';
 import { parseFetchItems, type FetchItem } from './fetch-items.js';
+import { parseListArguments, parseListNames, type ListArguments } from './list-options.js';
 import { decodeMailboxName, isModifiedUtf7 } from './mutf7.js';
 import type { RawCommand } from './reader.js';
 import { parseSearchKeys, type SearchKey } from './search.js';
@@ -18,10 +19,11 @@ export type Command =
   | { name: 'SELECT' | 'EXAMINE'; mailbox: string; condstore: boolean; qresync?: QresyncParams | null }
   | { name: 'CREATE' | 'DELETE' | 'SUBSCRIBE' | 'UNSUBSCRIBE'; mailbox: string }
   | { name: 'RENAME'; from: string; to: string }
-  | { name: 'LIST'; reference: string; patterns: string[]; selectOptions: string[]; returnOptions: string[]; statusItems: string[] | null }
+  | ({ name: 'LIST' } & ListArguments)
   | { name: 'LSUB'; reference: string; patterns: string[] }
   | { name: 'STATUS'; mailbox: string; items: string[] }
-  | { name: 'APPEND'; mailbox: string; flags: string[]; date: Date | null; /** Minutes east of UTC `date` was written in. */ zone: number | null; message: Buffer }
+  | { name: 'APPEND'; mailbox: string; /** One, or several (MULTIAPPEND, RFC 3502). */ messages: AppendMessage[] }
+  | { name: 'COMPRESS'; mechanism: string }
   | { name: 'EXPUNGE'; uids: SequenceSet | null }
   | { name: 'SEARCH'; uid: boolean; charset: string | null; key: SearchKey; /** ESEARCH `RETURN (…)` (RFC 4731), null without one. */ ret: ReturnOption[] | null; tag: string }
   | { name: 'FETCH'; uid: boolean; set: SequenceSet; items: FetchItem[]; changedSince: number | null; vanished?: boolean }
@@ -63,6 +65,17 @@ function parseQresync(items: Token[]): QresyncParams {
   }
   m.end();
   return { uidValidity, modseq, knownUids, seqMatch };
+}
+
+/** One message of an APPEND (RFC 3501 §6.3.11; several in one command: RFC 3502 MULTIAPPEND). */
+export interface AppendMessage {
+  flags: string[];
+  date: Date | null;
+  /** Minutes east of UTC `date` was written in. */
+  zone: number | null;
+  message: Buffer;
+  /** Sent as a literal8 `~{n}` (RFC 3516 §4.4): it may hold NUL octets. */
+  binary: boolean;
 }
 
 type Named<C, N> = C extends { name: infer M } ? (N extends M ? C : never) : never;
@@ -225,39 +238,12 @@ function parseArgs(name: string, ts: Tokens, uid: boolean, tag: string, opts: Pa
       return { name, from, to };
     }
     case 'LIST':
-    case 'LSUB': {
       // RFC 5258 extended LIST: [(select-options)] reference (pattern | (patterns)) [RETURN (options)]
-      const sel = name === 'LIST' ? ts.optionalList() : null;
-      const selectOptions = sel ? atoms(sel, 'selection option') : [];
-      const reference = decodeName(ts.astring('reference'));
-      const patTok = ts.next('mailbox pattern');
-      const patterns =
-        patTok.type === 'list'
-          ? patTok.items.map((p) => {
-              if (p.type === 'list') throw new ParseError('Bad pattern');
-              return decodeName(p.value);
-            })
-          : [decodeName(patTok.value)];
-      let returnOptions: string[] = [];
-      let statusItems: string[] | null = null;
-      if (name === 'LIST' && ts.accept('RETURN')) {
-        const opts = ts.list('return options');
-        for (let i = 0; i < opts.length; i++) {
-          const t = opts[i]!;
-          const option = t.type === 'atom' ? t.value.toUpperCase() : '';
-          // RFC 5819: STATUS (items) asks for a STATUS response after each selectable mailbox listed.
-          if (option === 'STATUS') {
-            const list = opts[++i];
-            if (list?.type !== 'list') throw new ParseError('STATUS needs a list of status items');
-            statusItems = atoms(list.items, 'status item');
-            for (const item of statusItems) if (!STATUS_ITEMS.includes(item)) throw new ParseError(`Unknown status item ${item}`);
-            continue;
-          }
-          returnOptions.push(option);
-        }
-      }
+      return { name, ...parseListArguments(ts, STATUS_ITEMS, decodeName) };
+    case 'LSUB': {
+      const { reference, patterns } = parseListNames(ts, decodeName);
       ts.end();
-      return name === 'LIST' ? { name, reference, patterns, selectOptions, returnOptions, statusItems } : { name, reference, patterns };
+      return { name, reference, patterns };
     }
     case 'STATUS': {
       const mailbox = mailboxName(ts.astring('mailbox'), utf8);
@@ -267,19 +253,28 @@ function parseArgs(name: string, ts: Tokens, uid: boolean, tag: string, opts: Pa
       return { name, mailbox, items };
     }
     case 'APPEND': {
+      // RFC 3502: append-message *(SP append-message) after the mailbox.
       const mailbox = mailboxName(ts.astring('mailbox'), utf8);
-      const flagsTok = ts.optionalList();
-      let date: Date | null = null;
-      let zone: number | null = null;
-      const maybeDate = ts.peek();
-      if (maybeDate?.type === 'string' && !maybeDate.data) {
-        ts.next('date');
-        ({ date, zone } = parseZonedDateTime(maybeDate.value));
-      }
-      const msg = ts.next('message literal');
-      if (msg.type !== 'string' || !msg.data) throw new ParseError('APPEND needs the message as a literal');
+      const messages: AppendMessage[] = [];
+      do {
+        const flagsTok = ts.optionalList();
+        let date: Date | null = null;
+        let zone: number | null = null;
+        const maybeDate = ts.peek();
+        if (maybeDate?.type === 'string' && !maybeDate.data) {
+          ts.next('date');
+          ({ date, zone } = parseZonedDateTime(maybeDate.value));
+        }
+        const msg = ts.next('message literal');
+        if (msg.type !== 'string' || !msg.data) throw new ParseError('APPEND needs the message as a literal');
+        messages.push({ flags: flagsTok ? flagList(flagsTok) : [], date, zone, message: msg.data, binary: msg.binary === true });
+      } while (!ts.done);
+      return { name, mailbox, messages };
+    }
+    case 'COMPRESS': {
+      const mechanism = ts.atom('compression mechanism').toUpperCase(); // RFC 4978 §3
       ts.end();
-      return { name, mailbox, flags: flagsTok ? flagList(flagsTok) : [], date, zone, message: msg.data };
+      return { name, mechanism };
     }
     case 'EXPUNGE': {
       const uids = uid ? parseSequenceSet(ts.atom('UID set')) : null; // UID EXPUNGE, RFC 4315 §2.1

@@ -1,4 +1,5 @@
-// FETCH attributes (RFC 3501 §6.4.5, §9 fetch-att; MODSEQ from RFC 7162, EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514), macros expanded.
+// FETCH attributes (RFC 3501 §6.4.5, §9 fetch-att; MODSEQ from RFC 7162; BINARY, BINARY.PEEK, BINARY.SIZE from
+// RFC 3516 §4.2; EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514), macros expanded.
 import { ParseError, parseNumber, type Token } from './tokens.js';
 
 export interface Section {
@@ -27,7 +28,9 @@ export type SimpleItem =
 
 export type FetchItem =
   | { kind: 'simple'; name: SimpleItem }
-  | { kind: 'section'; peek: boolean; section: Section; partial: { start: number; length: number } | null; label: string };
+  | { kind: 'section'; peek: boolean; section: Section; partial: { start: number; length: number } | null; label: string }
+  /** BINARY[path]<partial>, BINARY.PEEK, or BINARY.SIZE[path] (`size`); `label` is the part number as written back. */
+  | { kind: 'binary'; peek: boolean; size: boolean; path: number[]; partial: { start: number; length: number } | null; label: string };
 
 const SIMPLE = new Set<string>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'MODSEQ', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT', 'EMAILID', 'THREADID', 'SAVEDATE']);
 const MACROS: Record<string, SimpleItem[]> = {
@@ -37,6 +40,8 @@ const MACROS: Record<string, SimpleItem[]> = {
 };
 
 const SECTION_ITEM = /^(BODY|BODY\.PEEK)\[([^\]]*)\](?:<(\d+)\.(\d+)>)?$/i;
+/** section-binary (RFC 3516 §6): a part number or nothing, never HEADER, TEXT or MIME. */
+const BINARY_ITEM = /^(BINARY|BINARY\.PEEK|BINARY\.SIZE)\[((?:[1-9]\d*)(?:\.[1-9]\d*)*)?\](?:<(\d+)\.(\d+)>)?$/i;
 
 /** header-list (RFC 3501 §9): astrings, i.e. atoms or quoted strings with `\\` and `\"` escapes. */
 function headerList(text: string): string[] {
@@ -80,7 +85,17 @@ function parseItem(t: Token, out: FetchItem[]): void {
     out.push({ kind: 'simple', name: upper as SimpleItem });
     return;
   }
-  if (upper === 'BINARY.SIZE' || upper.startsWith('BINARY')) throw new ParseError('BINARY is not supported');
+  if (upper.startsWith('BINARY')) {
+    const b = BINARY_ITEM.exec(t.value);
+    if (!b) throw new ParseError(`Bad fetch attribute "${t.value}"`);
+    const kind = b[1]!.toUpperCase();
+    const partial = b[3] !== undefined ? { start: parseNumber(b[3], 'partial'), length: parseNumber(b[4]!, 'partial') } : null;
+    if (partial && (kind === 'BINARY.SIZE' || partial.length === 0)) throw new ParseError('Bad partial');
+    const label = b[2] ?? '';
+    const path = label ? label.split('.').map((n) => parseNumber(n, 'section part')) : [];
+    out.push({ kind: 'binary', peek: kind !== 'BINARY', size: kind === 'BINARY.SIZE', path, partial, label });
+    return;
+  }
   const m = SECTION_ITEM.exec(t.value);
   if (!m) throw new ParseError(`Unknown fetch attribute "${t.value}"`);
   const section = parseSection(m[2]!);

@@ -6,7 +6,7 @@ import type { Part } from './reader.js';
 
 export type Token =
   | { type: 'atom'; value: string }
-  | { type: 'string'; value: string; data?: Buffer }
+  | { type: 'string'; value: string; data?: Buffer; /** A literal8 `~{n}` (RFC 3516 §4.4). */ binary?: boolean }
   | { type: 'list'; items: Token[] };
 
 export class ParseError extends Error {
@@ -64,7 +64,12 @@ export function tokenize(parts: Part[]): Token[] {
   const top = () => stack[stack.length - 1]!;
   for (const part of joinBracketLiterals(parts)) {
     if (part.kind === 'literal') {
-      top().push({ type: 'string', value: part.data.toString('utf8'), data: part.data });
+      // literal8 (RFC 3516): the `~` before its `{n}` was read as an atom of its own.
+      const list = top();
+      const last = list[list.length - 1];
+      const binary = last?.type === 'atom' && last.value === '~';
+      if (binary) list.pop();
+      list.push({ type: 'string', value: part.data.toString('utf8'), data: part.data, ...(binary ? { binary } : {}) });
       continue;
     }
     const s = part.text;
