@@ -1,6 +1,7 @@
 // An inbound authentication thread (see auth.ts): runs mailauth on the messages the MX hands it,
 // with its own resolver built from the box's DNS configuration and its own answer cache, and answers the
 // verdict only.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { cachedLookups } from '../../dns/cached-lookups.js';
 import { createResolver } from '../../dns/resolver.js';
@@ -18,7 +19,12 @@ const answer = (reply: AuthReply) => {
   if (outbox.push(reply) === 1) setImmediate(() => parentPort!.postMessage(outbox.splice(0)));
 };
 
-parentPort!.on('message', (requests: AuthRequest[]) => {
+parentPort!.on('message', (requests: AuthRequest[] | { heap: true }) => {
+  if (!Array.isArray(requests)) {
+    const h = getHeapStatistics();
+    parentPort!.postMessage({ heap: { used: h.used_heap_size, total: h.total_heap_size, external: h.external_memory } });
+    return;
+  }
   for (const req of requests) {
     clock = { at: req.now, received: Date.now() };
     checkMessage(req.input, lookup).then(
