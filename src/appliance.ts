@@ -65,6 +65,7 @@ async function recordMemory(ctx: AppContext, pools: Array<{ heapStatistics(): Pr
     m.threadHeapTotal.set({ thread: i.thread }, i.total);
     m.threadExternal.set({ thread: i.thread }, i.external);
   }
+  m.arrayBuffers.set(process.memoryUsage().arrayBuffers);
   const pss = processPss();
   if (pss !== null) m.processPss.set(pss);
 }

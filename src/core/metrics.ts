@@ -39,6 +39,7 @@ export class Metrics {
   readonly threadHeapUsed = new Gauge({ name: 'mail_thread_heap_used_bytes', help: 'V8 heap in use per isolate: main, render-<n>, auth-<n> (worker threads start on demand and retire when idle)', labelNames: ['thread'] as const, registers: [this.registry] });
   readonly threadHeapTotal = new Gauge({ name: 'mail_thread_heap_total_bytes', help: 'V8 heap reserved per isolate (main, render-<n>, auth-<n>)', labelNames: ['thread'] as const, registers: [this.registry] });
   readonly threadExternal = new Gauge({ name: 'mail_thread_external_bytes', help: 'Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers) per isolate', labelNames: ['thread'] as const, registers: [this.registry] });
+  readonly arrayBuffers = new Gauge({ name: 'mail_process_array_buffers_bytes', help: "Memory of ArrayBuffers and Buffers of the main thread (process.memoryUsage().arrayBuffers)", registers: [this.registry] });
   readonly processPss = new Gauge({ name: 'mail_process_pss_bytes', help: 'Proportional set size of the whole process, all threads (Linux /proc/self/smaps_rollup): what the box actually spends on it', registers: [this.registry] });
 
   constructor() {
