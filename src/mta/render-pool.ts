@@ -215,8 +215,9 @@ export class RenderPool {
   private send(thread: Thread, req: RenderRequest | TextRequest | HeapRequest): Promise<RenderReply> {
     const id = this.nextId++;
     return new Promise<RenderReply>((resolve, reject) => {
+      // A metrics scrape's heap question is not work: it does not keep an idle thread from retiring.
       const settled = () => {
-        if (thread.pending.size === 0) thread.idleSince = performance.now();
+        if (thread.pending.size === 0 && !('heap' in req)) thread.idleSince = performance.now();
       };
       thread.pending.set(id, {
         resolve: (reply) => {

@@ -151,14 +151,16 @@ export class InboundAuthPool {
       this.threads.map(
         (t, i) =>
           new Promise<{ thread: string; used: number; total: number; external: number }>((resolve, reject) => {
+            const onExit = () => reject(new Error('thread exited'));
             const onMessage = (m: unknown) => {
               if (!m || typeof m !== 'object' || !('heap' in m)) return;
               t.worker.off('message', onMessage);
+              t.worker.off('exit', onExit);
               const h = (m as { heap: { used: number; total: number; external: number } }).heap;
               resolve({ thread: `auth-${i}`, ...h });
             };
             t.worker.on('message', onMessage);
-            t.worker.once('exit', () => reject(new Error('thread exited')));
+            t.worker.once('exit', onExit);
             t.worker.postMessage({ heap: true });
           }),
       ),
