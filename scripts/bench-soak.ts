@@ -63,7 +63,7 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function freePort(): Promise<number> {
   const srv = net.createServer();
