@@ -5,7 +5,11 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { cachedLookups } from '../../dns/cached-lookups.js';
 import { createResolver } from '../../dns/resolver.js';
-import { checkMessage, type AuthReply, type AuthRequest, type AuthWorkerData } from './auth.js';
+import { checkMessage, loadMailauth, type AuthReply, type AuthRequest, type AuthWorkerData } from './auth.js';
+
+// mailauth before the first message (messages wait in the port until the listener below is attached), so a
+// check's DNS answers are timed from its request, not from the library's load.
+await loadMailauth();
 
 const data = workerData as AuthWorkerData;
 // The caller's clock (a fake one in tests) as of its last request, moved on by real time since: answers are

@@ -13,6 +13,8 @@ import type { AuthenticateResult } from 'mailauth';
 
 /** mailauth, loaded with the first message checked (its code and tables stay out of a box that receives none). */
 let mailauth: Promise<typeof import('mailauth')> | undefined;
+/** Loads mailauth now (an authentication thread does, before its first message: it exists for nothing else). */
+export const loadMailauth = () => (mailauth ??= import('mailauth'));
 import type { DnsServer } from '../../config.js';
 import type { Logger } from '../../core/logger.js';
 import { startWorkerBeside } from '../../core/worker-thread.js';
@@ -73,7 +75,7 @@ export function verdictOf(auth: AuthenticateResult): AuthVerdict {
 /** The check itself, wherever it runs. */
 export async function checkMessage(input: AuthInput, lookup: RawLookup): Promise<AuthVerdict> {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
-  const { authenticate } = await (mailauth ??= import('mailauth'));
+  const { authenticate } = await loadMailauth();
   const auth = await authenticate(raw, {
     ip: input.ip,
     helo: input.helo,
