@@ -1,6 +1,8 @@
 // The composition root: config → context → bootstrap → listeners. main.ts runs it for real;
 // tests run it on port 0 with a fake clock and a loopback DNS server.
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { getHeapStatistics } from 'node:v8';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
 import { loadTlsMaterial, type TlsMaterial } from './core/key-material.js';
@@ -50,6 +52,32 @@ export interface Appliance {
 /** The outbound MTA as the config describes it (mtaOptions), on the given resolver, logger and clock (the context's). */
 export function mtaFromConfig(config: Config, deps: { dns: DnsResolver; log: Logger; now: () => number }): Mta {
   return createMta({ ...mtaOptions(config), ...deps });
+}
+
+/** GET /metrics: the process's PSS and each isolate's heap (the worker threads that run now are asked). */
+async function recordMemory(ctx: AppContext, pools: Array<{ heapStatistics(): Promise<Array<{ thread: string; used: number; total: number; external: number }>> }>): Promise<void> {
+  const h = getHeapStatistics();
+  const isolates = [{ thread: 'main', used: h.used_heap_size, total: h.total_heap_size, external: h.external_memory }, ...(await Promise.all(pools.map((p) => p.heapStatistics()))).flat()];
+  const m = ctx.metrics;
+  for (const g of [m.threadHeapUsed, m.threadHeapTotal, m.threadExternal]) g.reset();
+  for (const i of isolates) {
+    m.threadHeapUsed.set({ thread: i.thread }, i.used);
+    m.threadHeapTotal.set({ thread: i.thread }, i.total);
+    m.threadExternal.set({ thread: i.thread }, i.external);
+  }
+  m.arrayBuffers.set(process.memoryUsage().arrayBuffers);
+  const pss = processPss();
+  if (pss !== null) m.processPss.set(pss);
+}
+
+/** This process's PSS in bytes (Linux; null elsewhere). */
+function processPss(): number | null {
+  try {
+    const kb = /^Pss:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
+    return kb === undefined ? null : Number(kb) * 1024;
+  } catch {
+    return null;
+  }
 }
 
 /** How long a stop waits for running jobs before the threads running them are closed. */
@@ -150,6 +178,7 @@ export async function startAppliance(opts: ApplianceOptions): Promise<Appliance>
       ctx.metrics.oldestDue.set(q?.oldest == null ? 0 : Math.max(0, (now - Number(q.oldest)) / 1000));
       ctx.metrics.sessions.set({ listener: 'imap' }, imapServer.sessionCount);
       ctx.metrics.sessions.set({ listener: 'pop3' }, pop3Listeners.sessions);
+      await recordMemory(ctx, [render, auth]);
     });
 
     const server = api;

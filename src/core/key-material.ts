@@ -3,7 +3,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { generate } from 'selfsigned';
 
 export const MASTER_KEY_FILE = 'master.key';
 export const TLS_CERT_FILE = 'tls-cert.pem';
@@ -30,6 +29,8 @@ export async function loadTlsMaterial(dataDir: string, hostname: string, certFil
   const certPath = path.join(dataDir, TLS_CERT_FILE);
   const keyPath = path.join(dataDir, TLS_KEY_FILE);
   if (!existsSync(certPath) || !existsSync(keyPath)) {
+    // selfsigned (and the ASN.1/X.509 libraries under it, ~19 MiB) only when a certificate is made.
+    const { generate } = await import('selfsigned');
     const pems = await generate([{ name: 'commonName', value: hostname }], {
       keySize: 2048,
       algorithm: 'sha256',

@@ -57,6 +57,11 @@ export class Metrics {
   readonly backupLastDuration = new Gauge({ name: 'mail_backup_last_duration_seconds', help: 'How long the last scheduled backup took', registers: [this.registry] });
   readonly backupLastSize = new Gauge({ name: 'mail_backup_last_size_bytes', help: 'Size of the last successful scheduled backup file', registers: [this.registry] });
   readonly backups = new Counter({ name: 'mail_backups_total', help: 'Scheduled backups run by this process, by result (success, failure)', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly threadHeapUsed = new Gauge({ name: 'mail_thread_heap_used_bytes', help: 'V8 heap in use per isolate: main, render-<n>, auth-<n> (worker threads start on demand and retire when idle)', labelNames: ['thread'] as const, registers: [this.registry] });
+  readonly threadHeapTotal = new Gauge({ name: 'mail_thread_heap_total_bytes', help: 'V8 heap reserved per isolate (main, render-<n>, auth-<n>)', labelNames: ['thread'] as const, registers: [this.registry] });
+  readonly threadExternal = new Gauge({ name: 'mail_thread_external_bytes', help: 'Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers) per isolate', labelNames: ['thread'] as const, registers: [this.registry] });
+  readonly arrayBuffers = new Gauge({ name: 'mail_process_array_buffers_bytes', help: "Memory of ArrayBuffers and Buffers of the main thread (process.memoryUsage().arrayBuffers)", registers: [this.registry] });
+  readonly processPss = new Gauge({ name: 'mail_process_pss_bytes', help: 'Proportional set size of the whole process, all threads (Linux /proc/self/smaps_rollup): what the box actually spends on it', registers: [this.registry] });
 
   constructor() {
     // Event-loop lag, heap and RSS, GC, handles: prom-client's default process metrics, under our prefix.

@@ -3,7 +3,6 @@
 // that is on), counts the request on the credential's one MCP counter (limits/table.ts: ANY /mcp, 120/min),
 // then a fresh MCP server answers the request's JSON-RPC message(s) by calling the services. GET and DELETE
 // /mcp (a standalone event stream, a session's end) are 405: the endpoint keeps no session, as the spec allows.
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type Koa from 'koa';
 import type { AppContext } from '../context.js';
 import { badRequest } from '../core/errors.js';
@@ -11,7 +10,13 @@ import { readJsonBody } from '../http/middleware/body.js';
 import { defineRoute } from '../http/route.js';
 import { publicBaseUrl } from '../services/platform/index.js';
 import type { Principal } from '../services/platform/index.js';
-import { createMcpServer } from './server.js';
+
+/**
+ * The MCP SDK and the tools' server, loaded at the first POST /mcp (~6 MiB of code and heap a box that is never
+ * asked over MCP does not hold: docs/PERFORMANCE.md "Memory").
+ */
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), typeof import('./server.js')]> | undefined;
+const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('./server.js')]));
 
 /** RFC 9728: where an MCP client finds the authorization server (served by the OAuth server when it is on): the document of /mcp, whose `resource` is the /mcp URL a client checks it against (RFC 9728 3.3). */
 export const resourceMetadataUrl = (app: AppContext) => `${publicBaseUrl(app)}/.well-known/oauth-protected-resource/mcp`;
@@ -24,6 +29,7 @@ export async function serveMcp(app: AppContext, principal: Principal, koa: Koa.C
   const body = await readJsonBody(koa);
   // One message per request, so that the one counter counts every call (MCP 2025-06-18 has no batches).
   if (Array.isArray(body)) throw badRequest('JSON-RPC batches are not accepted on /mcp: send one message per request');
+  const [{ WebStandardStreamableHTTPServerTransport }, { createMcpServer }] = await loadSdk();
   const server = createMcpServer(app, principal);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

@@ -78,8 +78,15 @@ export interface TextRequest {
   htmlToText: string;
 }
 
+/** A thread's V8 heap figures, asked for by /metrics. */
+export interface HeapRequest {
+  id: number;
+  heap: true;
+}
+
 export interface RenderReply {
   id: number;
+  heap?: { used: number; total: number; external: number };
   text?: string;
   raw?: Uint8Array;
   results?: DeliveryResult[];
@@ -93,6 +100,10 @@ export class RenderThreadError extends Error {}
 
 interface Thread {
   worker: Worker;
+  /** Its slot in the pool (its name, its share of connectionsPerHost). */
+  index: number;
+  /** When it last finished its work (performance.now()); retired once idle for the pool's idleMs. */
+  idleSince: number;
   pending: Map<number, { resolve(reply: RenderReply): void; reject(err: Error): void }>;
   /** Deliveries under way in this thread, per destination domain. */
   destinations: Map<string, number>;
@@ -102,8 +113,16 @@ interface Thread {
 /** How long close() lets a thread say QUIT on its SMTP sessions before it is terminated. */
 const CLOSE_GRACE_MS = 3_000;
 
+/**
+ * A thread with nothing to do for this long is let go (its V8 heap, code and SMTP sessions: ~10–25 MiB each);
+ * the next request starts one again (~50 ms). docs/PERFORMANCE.md "Memory".
+ */
+export const RENDER_THREAD_IDLE_MS = 60_000;
+
 export class RenderPool {
+  /** The started threads (at most `size`); they start on demand and retire when idle. */
   private threads: Thread[] = [];
+  private retireTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private closed = false;
 
@@ -118,9 +137,24 @@ export class RenderPool {
     private readonly log: Logger,
     mta?: MtaThreadConfig,
     private readonly nice = 0,
+    private readonly idleMs = RENDER_THREAD_IDLE_MS,
   ) {
     this.mtaConfig = mta && size > 0 ? mta : undefined;
-    for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
+  }
+
+  /** Threads running now (they start with the first request and retire after idleMs without one). */
+  get running(): number {
+    return this.threads.length;
+  }
+
+  /** Each running thread's V8 heap (asked of the thread; a busy thread answers after its current turn). */
+  async heapStatistics(): Promise<Array<{ thread: string; used: number; total: number; external: number }>> {
+    return Promise.all(
+      this.threads.map(async (t) => {
+        const reply = await this.send(t, { id: 0, heap: true });
+        return { thread: `render-${t.index}`, used: reply.heap!.used, total: reply.heap!.total, external: reply.heap!.external };
+      }),
+    ).catch(() => []);
   }
 
   /** The threads run SMTP as well (renderAndDeliver may be used). */
@@ -142,19 +176,21 @@ export class RenderPool {
   /** The message composed and signed; rejects when it cannot be built or signed. */
   render(message: ComposeInput | RawMessage, keys: SigningKey[], at: Date): Promise<Buffer> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
-    if (this.threads.length === 0) return renderMessage(message, dkimKeysOf(keys), at);
+    if (this.size === 0) return renderMessage(message, dkimKeysOf(keys), at);
     return this.request({ id: 0, message, keys, at: at.getTime() }).then((reply) => Buffer.from(reply.raw!.buffer, reply.raw!.byteOffset, reply.raw!.byteLength));
   }
 
   /** compose.ts's htmlToText in a thread (inline without threads): the send path's derived text part. */
   async htmlToText(html: string): Promise<string> {
-    if (this.threads.length === 0 || this.closed) return htmlToText(html);
+    if (this.size === 0 || this.closed) return htmlToText(html);
     return (await this.request({ id: 0, htmlToText: html })).text!;
   }
 
   /** To the least busy thread; resolves with a reply that has no error. */
   private request(req: RenderRequest | TextRequest): Promise<RenderReply> {
     if (this.closed) return Promise.reject(new RenderThreadError('render pool closed'));
+    // On demand: a thread starts when none runs, or when every running one is busy and a slot is free.
+    if (this.threads.length < this.size && this.threads.every((t) => t.pending.size > 0)) this.threads.push(this.spawn(this.freeIndex()));
     // A delivery goes to the thread with the fewest deliveries under way to its destinations (each thread
     // holds only its share of connectionsPerHost: a thread whose share is busy would make it wait while
     // another has a free session); otherwise, and on ties, to the least busy thread.
@@ -165,50 +201,81 @@ export class RenderPool {
       const lb = load(b);
       return lb < la || (lb === la && b.pending.size < a.pending.size) ? b : a;
     });
-    const id = this.nextId++;
     for (const d of domains) thread.destinations.set(d, (thread.destinations.get(d) ?? 0) + 1);
-    const release = () => {
+    return this.send(thread, req).finally(() => {
       for (const d of domains) {
         const n = (thread.destinations.get(d) ?? 1) - 1;
         if (n > 0) thread.destinations.set(d, n);
         else thread.destinations.delete(d);
       }
-    };
+    });
+  }
+
+  /** Posts `req` to `thread`; resolves with its reply (or rejects). */
+  private send(thread: Thread, req: RenderRequest | TextRequest | HeapRequest): Promise<RenderReply> {
+    const id = this.nextId++;
     return new Promise<RenderReply>((resolve, reject) => {
+      // A metrics scrape's heap question is not work: it does not keep an idle thread from retiring.
+      const settled = () => {
+        if (thread.pending.size === 0 && !('heap' in req)) thread.idleSince = performance.now();
+      };
       thread.pending.set(id, {
         resolve: (reply) => {
-          release();
+          settled();
           resolve(reply);
         },
         reject: (err) => {
-          release();
+          settled();
           reject(err);
         },
       });
-      thread.worker.postMessage({ ...req, id } satisfies RenderRequest | TextRequest);
+      thread.worker.postMessage({ ...req, id } satisfies RenderRequest | TextRequest | HeapRequest);
     });
+  }
+
+  /** The lowest slot no running thread holds. */
+  private freeIndex(): number {
+    let i = 0;
+    while (this.threads.some((t) => t.index === i)) i++;
+    return i;
+  }
+
+  /** Lets go of the threads idle for idleMs (checked every idleMs / 4 while any runs). */
+  private retireIdle(): void {
+    const now = performance.now();
+    for (const t of [...this.threads]) {
+      if (t.pending.size > 0 || now - t.idleSince < this.idleMs) continue;
+      this.threads.splice(this.threads.indexOf(t), 1);
+      void this.stopThread(t);
+    }
+    if (this.threads.length === 0 && this.retireTimer) {
+      clearInterval(this.retireTimer);
+      this.retireTimer = undefined;
+    }
+  }
+
+  /** Asks the thread to say QUIT on its SMTP sessions (within CLOSE_GRACE_MS), then ends it. */
+  private async stopThread(t: Thread): Promise<void> {
+    if (this.mtaConfig) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, CLOSE_GRACE_MS);
+        t.closed = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        t.worker.postMessage({ close: true });
+      });
+    }
+    await t.worker.terminate();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.retireTimer);
     const threads = this.threads;
     this.threads = [];
-    await Promise.all(
-      threads.map(async (t) => {
-        if (this.mtaConfig) {
-          // Let the thread's SMTP pool finish its transactions and say QUIT, within a grace period.
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, CLOSE_GRACE_MS);
-            t.closed = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-            t.worker.postMessage({ close: true });
-          });
-        }
-        await t.worker.terminate();
-      }),
-    );
+    // Each thread's SMTP pool finishes its transactions and says QUIT, within a grace period.
+    await Promise.all(threads.map((t) => this.stopThread(t)));
     for (const t of threads) for (const w of t.pending.values()) w.reject(new RenderThreadError('render pool closed'));
   }
 
@@ -218,13 +285,14 @@ export class RenderPool {
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
     const workerData: RenderWorkerData = { nice: this.nice, index, ...(mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share } } } : {}) };
     const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData);
-    const thread: Thread = { worker, pending: new Map(), destinations: new Map() };
+    const thread: Thread = { worker, index, idleSince: performance.now(), pending: new Map(), destinations: new Map() };
+    this.retireTimer ??= setInterval(() => this.retireIdle(), Math.max(10, this.idleMs / 4)).unref();
     worker.on('message', (reply: RenderReply | { closed: true }) => {
       if ('closed' in reply) return thread.closed?.();
       const waiting = thread.pending.get(reply.id);
       if (!waiting) return;
       thread.pending.delete(reply.id);
-      if (reply.raw || reply.results || reply.text !== undefined) waiting.resolve(reply);
+      if (reply.raw || reply.results || reply.text !== undefined || reply.heap) waiting.resolve(reply);
       else if (reply.threadError) waiting.reject(new RenderThreadError(reply.error ?? 'render thread failed'));
       else waiting.reject(new Error(reply.error ?? 'render failed'));
     });
@@ -234,11 +302,11 @@ export class RenderPool {
       dead = true;
       for (const w of thread.pending.values()) w.reject(new RenderThreadError(err.message));
       thread.pending.clear();
-      if (this.closed) return;
+      const i = this.threads.indexOf(thread);
+      if (this.closed || i < 0) return; // closed, or retired when idle
       // A thread that died is replaced; what it held was rejected and the delivery job retries it.
       this.log.error({ err }, 'render thread exited; starting another');
-      const i = this.threads.indexOf(thread);
-      if (i >= 0) this.threads[i] = this.spawn(index);
+      this.threads[i] = this.spawn(index);
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`render thread exited with code ${code}`)));

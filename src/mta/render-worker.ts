@@ -3,13 +3,14 @@
 // When the pool was started with an MTA configuration (`workerData.mta`), the thread also owns an MTA — its
 // own resolver, route rules and SMTP connection pool — and runs the SMTP transactions of the message it
 // built: only the outcomes go back to the main thread, never the message.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../core/logger.js';
 import { nameThisThread, niceThisThread } from '../core/worker-thread.js';
 import { htmlToText } from './compose.js';
 import { createResolver } from '../dns/resolver.js';
 import { createMta } from './deliver.js';
-import { dkimKeysOf, renderMessage, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
+import { dkimKeysOf, renderMessage, type HeapRequest, type RenderReply, type RenderRequest, type RenderWorkerData, type TextRequest } from './render-pool.js';
 import type { DeliveryResult } from './types.js';
 
 const data = workerData as RenderWorkerData | undefined;
@@ -28,7 +29,12 @@ const mta = config
     })
   : undefined;
 
-parentPort!.on('message', (req: RenderRequest | TextRequest | { close: true }) => {
+parentPort!.on('message', (req: RenderRequest | TextRequest | HeapRequest | { close: true }) => {
+  if ('heap' in req) {
+    const h = getHeapStatistics();
+    parentPort!.postMessage({ id: req.id, heap: { used: h.used_heap_size, total: h.total_heap_size, external: h.external_memory } } satisfies RenderReply);
+    return;
+  }
   if ('htmlToText' in req) {
     let reply: RenderReply;
     try {

@@ -2,8 +2,11 @@
 // csv-parse does the quoting, embedded commas and line breaks, a BOM and any line ending; each record keeps
 // the line it starts on, so that a bad row is reported where the person sees it in their editor. Out: RFC 4180
 // lines, a cell quoted when it holds a quote, a comma or a line break.
-import { parse } from 'csv-parse/sync';
+import { createRequire } from 'node:module';
 import { badRequest } from '../../core/errors.js';
+
+/** csv-parse, loaded with the first import read. */
+let csvParse: typeof import('csv-parse/sync').parse | undefined;
 
 export interface CsvLine {
   /** The cells of one record. */
@@ -37,7 +40,8 @@ export function readCsvLines(text: string): CsvLine[] {
   };
   let records: Parsed[];
   try {
-    records = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as Parsed[];
+    csvParse ??= (createRequire(import.meta.url)('csv-parse/sync') as typeof import('csv-parse/sync')).parse;
+    records = csvParse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, info: true, record_delimiter: ['\r\n', '\n', '\r'] }) as unknown as Parsed[];
   } catch (err) {
     const e = err as { code?: string; message?: string; bytes?: number };
     if (e.code === 'CSV_QUOTE_NOT_CLOSED') throw badRequest(`csv: a quoted field opened on line ${lineAt(e.bytes ?? 0)} is never closed`);

@@ -5,7 +5,9 @@
 // files). Restore unpacks it into an empty data directory, never over a non-empty one.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import * as tar from 'tar';
+
+/** tar, loaded by a backup or a restore. */
+const loadTar = () => import('tar');
 import type { AppContext } from '../../context.js';
 import { DB_FILE, vacuumInto } from '../../db/index.js';
 import { MASTER_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE } from '../../core/key-material.js';
@@ -45,6 +47,7 @@ export async function backupTo(ctx: AppContext, file: string): Promise<BackupRes
     const manifest: BackupManifest = { format: BACKUP_FORMAT, version: BACKUP_VERSION, created_at: ctx.clock.now().toISOString(), files };
     writeFileSync(path.join(work, MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
     const partial = path.join(work, 'backup.tar.gz');
+    const tar = await loadTar();
     await tar.create({ gzip: true, file: partial, cwd: work, portable: true }, [MANIFEST, ...files]);
     chmodSync(partial, 0o600); // it holds the master key
     // Written beside the target, then renamed over it (one directory, one file system): a reader or a crash
@@ -61,6 +64,7 @@ export async function restoreFrom(file: string, dataDir: string): Promise<Backup
   const dir = path.resolve(dataDir);
   if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`${dir} is not empty: restore only into an empty data directory`);
   const entries: string[] = [];
+  const tar = await loadTar();
   await tar.list({ file, onReadEntry: (e) => void entries.push(e.path) });
   if (!entries.includes(MANIFEST)) throw new Error(`${file} is not a backup of this box (no ${MANIFEST})`);
   const allowed = new Set([MANIFEST, DB_FILE, MASTER_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE]);

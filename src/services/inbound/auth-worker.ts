@@ -1,10 +1,15 @@
 // An inbound authentication thread (see auth.ts): runs mailauth on the messages the MX hands it,
 // with its own resolver built from the box's DNS configuration and its own answer cache, and answers the
 // verdict only.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { cachedLookups } from '../../dns/cached-lookups.js';
 import { createResolver } from '../../dns/resolver.js';
-import { checkMessage, type AuthReply, type AuthRequest, type AuthWorkerData } from './auth.js';
+import { checkMessage, loadMailauth, type AuthReply, type AuthRequest, type AuthWorkerData } from './auth.js';
+
+// mailauth before the first message (messages wait in the port until the listener below is attached), so a
+// check's DNS answers are timed from its request, not from the library's load.
+await loadMailauth();
 
 const data = workerData as AuthWorkerData;
 // The caller's clock (a fake one in tests) as of its last request, moved on by real time since: answers are
@@ -18,7 +23,12 @@ const answer = (reply: AuthReply) => {
   if (outbox.push(reply) === 1) setImmediate(() => parentPort!.postMessage(outbox.splice(0)));
 };
 
-parentPort!.on('message', (requests: AuthRequest[]) => {
+parentPort!.on('message', (requests: AuthRequest[] | { heap: true }) => {
+  if (!Array.isArray(requests)) {
+    const h = getHeapStatistics();
+    parentPort!.postMessage({ heap: { used: h.used_heap_size, total: h.total_heap_size, external: h.external_memory } });
+    return;
+  }
   for (const req of requests) {
     clock = { at: req.now, received: Date.now() };
     checkMessage(req.input, lookup).then(

@@ -9,7 +9,12 @@
 // request. A thread that dies is replaced; the messages it held are checked again inline, so every message
 // is checked.
 import type { Worker } from 'node:worker_threads';
-import { authenticate, type AuthenticateResult } from 'mailauth';
+import type { AuthenticateResult } from 'mailauth';
+
+/** mailauth, loaded with the first message checked (its code and tables stay out of a box that receives none). */
+let mailauth: Promise<typeof import('mailauth')> | undefined;
+/** Loads mailauth now (an authentication thread does, before its first message: it exists for nothing else). */
+export const loadMailauth = () => (mailauth ??= import('mailauth'));
 import type { DnsServer } from '../../config.js';
 import type { Logger } from '../../core/logger.js';
 import { startWorkerBeside } from '../../core/worker-thread.js';
@@ -70,6 +75,7 @@ export function verdictOf(auth: AuthenticateResult): AuthVerdict {
 /** The check itself, wherever it runs. */
 export async function checkMessage(input: AuthInput, lookup: RawLookup): Promise<AuthVerdict> {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
+  const { authenticate } = await loadMailauth();
   const auth = await authenticate(raw, {
     ip: input.ip,
     helo: input.helo,
@@ -104,32 +110,70 @@ export class AuthCheckError extends Error {
 
 interface Thread {
   worker: Worker;
+  /** When it last answered its last message (performance.now()); retired once idle for the pool's idleMs. */
+  idleSince: number;
   pending: Map<number, { request: AuthRequest; resolve(v: AuthVerdict): void; reject(err: Error): void }>;
   /** Requests made in this turn of the event loop, posted together at its end (one wake-up of the thread). */
   outbox: AuthRequest[];
 }
 
+/**
+ * An authentication thread with no message for this long is let go (its V8 heap, mailauth's code, its DNS
+ * cache: ~15–25 MiB); the next message starts one again. docs/PERFORMANCE.md "Memory".
+ */
+export const AUTH_THREAD_IDLE_MS = 60_000;
+
 export class InboundAuthPool {
+  /** The started threads (at most `size`): they start with the first message and retire when idle. */
   private threads: Thread[] = [];
   private nextId = 1;
   private closed = false;
+  private retireTimer: NodeJS.Timeout | undefined;
 
   /**
    * `inline` runs a check on this thread: with no threads, after close, and for the messages a thread held
    * when it died.
    */
   constructor(
-    size: number,
+    private readonly size: number,
     private readonly data: AuthWorkerData,
     private readonly inline: (input: AuthInput) => Promise<AuthVerdict>,
     private readonly log: Logger,
-  ) {
-    for (let i = 0; i < size; i++) this.threads.push(this.spawn());
+    private readonly idleMs = AUTH_THREAD_IDLE_MS,
+  ) {}
+
+  /** Threads running now. */
+  get running(): number {
+    return this.threads.length;
+  }
+
+  /** Each running thread's V8 heap (asked of the thread). */
+  async heapStatistics(): Promise<Array<{ thread: string; used: number; total: number; external: number }>> {
+    return Promise.all(
+      this.threads.map(
+        (t, i) =>
+          new Promise<{ thread: string; used: number; total: number; external: number }>((resolve, reject) => {
+            const onExit = () => reject(new Error('thread exited'));
+            const onMessage = (m: unknown) => {
+              if (!m || typeof m !== 'object' || !('heap' in m)) return;
+              t.worker.off('message', onMessage);
+              t.worker.off('exit', onExit);
+              const h = (m as { heap: { used: number; total: number; external: number } }).heap;
+              resolve({ thread: `auth-${i}`, ...h });
+            };
+            t.worker.on('message', onMessage);
+            t.worker.once('exit', onExit);
+            t.worker.postMessage({ heap: true });
+          }),
+      ),
+    ).catch(() => []);
   }
 
   /** The verdict; rejects with AuthCheckError when mailauth could not check the message. */
   check(input: AuthInput, now: Date): Promise<AuthVerdict> {
-    if (this.closed || this.threads.length === 0) return this.inline(input);
+    if (this.closed || this.size === 0) return this.inline(input);
+    // On demand: a thread starts when none runs, or when every running one is busy and there is room.
+    if (this.threads.length < this.size && this.threads.every((t) => t.pending.size > 0)) this.threads.push(this.spawn());
     const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const request: AuthRequest = { id: this.nextId++, input, now: now.getTime() };
     return new Promise<AuthVerdict>((resolve, reject) => {
@@ -138,8 +182,23 @@ export class InboundAuthPool {
     });
   }
 
+  /** Lets go of the threads idle for idleMs (checked every idleMs / 4 while any runs). */
+  private retireIdle(): void {
+    const now = performance.now();
+    for (const t of [...this.threads]) {
+      if (t.pending.size > 0 || now - t.idleSince < this.idleMs) continue;
+      this.threads.splice(this.threads.indexOf(t), 1);
+      void t.worker.terminate();
+    }
+    if (this.threads.length === 0 && this.retireTimer) {
+      clearInterval(this.retireTimer);
+      this.retireTimer = undefined;
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.retireTimer);
     const threads = this.threads;
     this.threads = [];
     await Promise.all(threads.map((t) => t.worker.terminate()));
@@ -155,12 +214,15 @@ export class InboundAuthPool {
 
   private spawn(): Thread {
     const worker = startWorkerBeside(import.meta.url, 'auth-worker', this.data);
-    const thread: Thread = { worker, pending: new Map(), outbox: [] };
-    worker.on('message', (replies: AuthReply[]) => {
+    const thread: Thread = { worker, idleSince: performance.now(), pending: new Map(), outbox: [] };
+    this.retireTimer ??= setInterval(() => this.retireIdle(), Math.max(10, this.idleMs / 4)).unref();
+    worker.on('message', (replies: AuthReply[] | { heap: unknown }) => {
+      if (!Array.isArray(replies)) return; // heapStatistics() takes its own answer
       for (const reply of replies) {
         const waiting = thread.pending.get(reply.id);
         if (!waiting) continue;
         thread.pending.delete(reply.id);
+        if (thread.pending.size === 0) thread.idleSince = performance.now();
         if ('verdict' in reply) waiting.resolve(reply.verdict);
         else waiting.reject(new AuthCheckError(reply.error));
       }

@@ -1,7 +1,7 @@
 // Inbound emails: mail for webhook-routed addresses (services/inbound/routing.ts), stored with its parsed
 // fields and attachments, announced as `email.inbound` (data = the inbound email as GET /inbound/{id}
 // returns it), and read back by GET /inbound, /inbound/{id} and /inbound/{id}/attachments.
-import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.js';
 import { readsOf, type Queryable } from '../../db/index.js';
 import { notFound } from '../../core/errors.js';
@@ -136,6 +136,8 @@ function sentAt(headers: Array<{ name: string; value: string }>): string | null 
  * without that conversion and its text is taken by `plainTextOf`.
  */
 export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
+  // mailparser (~13 MiB) is loaded with the first message parsed.
+  const { simpleParser } = await import('mailparser');
   let parsed: ParsedMail;
   try {
     parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, maxHtmlLengthToParse: HTML_TO_TEXT_MAX });

@@ -12,7 +12,9 @@
 //                                                                   name once this record is verified
 // The envelope sender of outbound mail is on the customer's domain, so SPF aligns for DMARC.
 import { isIP } from 'node:net';
-import { spf } from 'mailauth/lib/spf/index.js';
+
+/** mailauth's SPF check, loaded at the first domain check that needs it. */
+let spfModule: Promise<typeof import('mailauth/lib/spf/index.js')> | undefined;
 import { DnsLookupError, isNoData, type DnsResolver } from '../../dns/resolver.js';
 import type { DkimAlgorithm, DkimKeyState } from './dkim-keys.js';
 
@@ -288,6 +290,7 @@ async function checkSpf(dns: DnsResolver, domain: string, hostname: string, send
   };
   const failures: string[] = [];
   for (const ip of addresses) {
+    const { spf } = await (spfModule ??= import('mailauth/lib/spf/index.js'));
     const res = await spf({ sender: `postmaster@${domain}`, ip, helo: hostname, mta: hostname, resolver });
     const result = res.status.result;
     if (result === 'temperror') throw unanswered ?? new DnsLookupError('SPF', domain, 'temperror');

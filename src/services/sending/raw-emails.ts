@@ -4,7 +4,7 @@
 // given (Bcc header removed; Message-ID and Date added when missing, as an MSA does: RFC 6409 §8) and
 // delivery DKIM-signs it instead of composing one.
 import { randomBytes } from 'node:crypto';
-import { simpleParser, type AddressObject, type Attachment, type EmailAddress } from 'mailparser';
+import type { AddressObject, Attachment, EmailAddress } from 'mailparser';
 import type { AppContext } from '../../context.js';
 import { AppError, badRequest, forbidden, unprocessable } from '../../core/errors.js';
 import { addressKey, domainOf, normaliseAddress, type Mailbox } from '../../core/address.js';
@@ -101,6 +101,8 @@ export async function sendRawEmail(ctx: AppContext, sender: Sender, submission: 
 
 async function sendRaw(ctx: AppContext, sender: Sender, submission: RawSubmission): Promise<RawSendResult> {
   const { fields, body } = splitHeader(submission.raw);
+  // mailparser (~13 MiB) is loaded with the first raw send (SMTP submission).
+  const { simpleParser } = await import('mailparser');
   const parsed = await simpleParser(submission.raw, { skipImageLinks: true, skipTextToHtml: true });
 
   const fromFields = fields.filter((f) => f.name === 'from');

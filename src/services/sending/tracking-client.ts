@@ -16,7 +16,7 @@
 // 17.0.0.0/8; Microsoft's scanners from Exchange Online Protection's published ranges.
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import UAParser from 'ua-parser-js';
+import type UAParserType from 'ua-parser-js';
 
 export type Device = 'desktop' | 'mobile' | 'tablet' | 'unknown';
 export const PROVIDERS = ['gmail', 'apple', 'outlook', 'yahoo', 'thunderbird', 'other', 'unknown'] as const;
@@ -36,6 +36,9 @@ export interface AgentInfo {
 export interface ClientInfo extends AgentInfo {
   country: string | null;
 }
+
+/** ua-parser-js, loaded with the first open or click (its regex tables stay out of a box that tracks nothing). */
+let uaParser: typeof UAParserType | undefined;
 
 type Geo = { lookup(ip: string): { country: string } | null };
 let geo: Geo | undefined;
@@ -96,7 +99,8 @@ function classify(ua: string): AgentInfo {
   if (/GoogleImageProxy|via ggpht\.com/i.test(trimmed)) return { provider: 'gmail', client: 'GoogleImageProxy', os: null, device: 'unknown', proxy: 'gmail', machine: false };
   if (/YahooMailProxy/i.test(trimmed)) return { provider: 'yahoo', client: 'YahooMailProxy', os: null, device: 'unknown', proxy: 'yahoo', machine: false };
   if (trimmed === 'Mozilla/5.0') return { provider: 'apple', client: null, os: null, device: 'unknown', proxy: 'apple_mpp', machine: true };
-  const r = new UAParser(trimmed).getResult();
+  uaParser ??= createRequire(import.meta.url)('ua-parser-js') as typeof UAParserType;
+  const r = new uaParser(trimmed).getResult();
   const os = r.os.name ?? null;
   const type = r.device.type;
   const device: Device =

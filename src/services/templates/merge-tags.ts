@@ -8,7 +8,8 @@
 // also kept as a substitution plan at parse, and rendered per recipient by filling in the values (escaped as
 // Liquid escapes them) without running Liquid, ~10 times cheaper; a part with tags, other filters or a value
 // that is not a string, number or nothing is rendered by Liquid.
-import { Liquid, type Template } from 'liquidjs';
+import { createRequire } from 'node:module';
+import type { Liquid as LiquidEngine, Template } from 'liquidjs';
 import { badRequest } from '../../core/errors.js';
 
 /** The work one template may cost: characters parsed, milliseconds and bytes of rendering. */
@@ -25,10 +26,19 @@ const options = {
   renderLimit: RENDER_LIMIT_MS,
   memoryLimit: MEMORY_LIMIT,
 } as const;
-/** For html: every output escaped unless it is piped through `raw`. */
-const htmlEngine = new Liquid({ ...options, outputEscape: 'escape' });
-/** For the subject and the text part: outputs as they are. */
-const plainEngine = new Liquid(options);
+/**
+ * The two engines, built with the first template parsed: liquidjs (~7 MiB of code and heap) is not loaded by a
+ * box that never renders a template (docs/PERFORMANCE.md "Memory"). html: every output escaped unless piped
+ * through `raw`; plain (subject, text part): outputs as they are.
+ */
+let engines: { html: LiquidEngine; plain: LiquidEngine } | undefined;
+function liquid(): { html: LiquidEngine; plain: LiquidEngine } {
+  if (!engines) {
+    const { Liquid } = createRequire(import.meta.url)('liquidjs') as typeof import('liquidjs');
+    engines = { html: new Liquid({ ...options, outputEscape: 'escape' }), plain: new Liquid(options) };
+  }
+  return engines;
+}
 
 export type Part = 'subject' | 'html' | 'text';
 /** A part parsed once, with the variables it reads. */
@@ -107,7 +117,7 @@ function mustacheRaw(source: string, html: boolean): string {
 /** Parses a part; a syntax error is a 400 naming the part and the line. */
 export function parsePart(part: Part, source: string): ParsedPart {
   const html = part === 'html';
-  const engine = html ? htmlEngine : plainEngine;
+  const engine = html ? liquid().html : liquid().plain;
   try {
     const liquid = mustacheRaw(source, html);
     const templates = engine.parse(liquid);
@@ -124,7 +134,7 @@ export function parsePart(part: Part, source: string): ParsedPart {
 export function renderPart(parsed: ParsedPart, scope: Record<string, unknown>): string {
   const substituted = parsed.plan ? substitute(parsed.plan, scope) : undefined;
   if (substituted !== undefined) return substituted;
-  const engine = parsed.html ? htmlEngine : plainEngine;
+  const engine = parsed.html ? liquid().html : liquid().plain;
   try {
     return engine.renderSync(parsed.templates, scope) as string;
   } catch (err) {

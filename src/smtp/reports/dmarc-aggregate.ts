@@ -3,7 +3,10 @@
 // (entity processing off: no DOCTYPE games; the five predefined entities are decoded here), gzip with
 // node:zlib, zip with ./zip.ts. Pure: a parsed MIME tree in, a report out, or a ReportError saying why not.
 import { gunzipSync } from 'node:zlib';
-import { XMLParser } from 'fast-xml-parser';
+import { createRequire } from 'node:module';
+
+/** fast-xml-parser, loaded with the first DMARC report read. */
+let fxp: typeof import('fast-xml-parser') | undefined;
 import type { DmarcAggregateReport, DmarcRecord } from '../../services/inbound/index.js';
 import { walk, type MimePart } from './mime.js';
 import { readZip } from './zip.js';
@@ -66,7 +69,8 @@ function epoch(v: unknown, what: string): string {
 export function parseAggregateXml(xml: Buffer): DmarcAggregateReport {
   let doc: Node;
   try {
-    const parser = new XMLParser({ ignoreAttributes: true, processEntities: false, parseTagValue: false, trimValues: true, removeNSPrefix: true });
+    fxp ??= createRequire(import.meta.url)('fast-xml-parser') as typeof import('fast-xml-parser');
+    const parser = new fxp.XMLParser({ ignoreAttributes: true, processEntities: false, parseTagValue: false, trimValues: true, removeNSPrefix: true });
     doc = obj(parser.parse(xml.toString('utf8').replace(/^\uFEFF/, '')));
   } catch (err) {
     throw new ReportError(`the report is not well-formed XML: ${(err as Error).message}`);
