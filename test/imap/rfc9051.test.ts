@@ -125,7 +125,8 @@ t.test('ESEARCH, SEARCHRES and IMAP4rev2', async (t) => {
     t.match(list, new RegExp(`^\\* LIST \\(\\\\HasChildren\\) "/" "${esc(wire('Bücher'))}"\r$`, 'm'), 'UTF-8 names in LIST, quoted');
     t.match(list, new RegExp(`^\\* LIST \\(\\\\HasNoChildren\\) "/" "${esc(wire('Bücher/Café'))}"\r$`, 'm'));
     t.match(list, /^\* LIST \(\\HasNoChildren\) "\/" "R&D"\r$/m);
-    t.match(list, /^\* LIST \(\\NonExistent \\Noselect \\HasChildren\) "\/" "Parent"\r$/m, '\\NonExistent for a name that is no mailbox');
+    // RFC 5258 §3 (LIST-EXTENDED, which RFC 9051 takes in): \NonExistent implies \Noselect and stands alone.
+    t.match(list, /^\* LIST \(\\NonExistent \\HasChildren\) "\/" "Parent"\r$/m, '\\NonExistent for a name that is no mailbox');
     t.match(await r.command('r6', 'LIST "" "B%"'), `"${wire('Bücher')}"`, 'UTF-8 patterns');
     // The same names for an IMAP4rev1 session: modified UTF-7.
     const rev1list = await c.command('r7', 'LIST "" "*"');
