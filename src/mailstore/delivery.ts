@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
 import { placeholders, type Tx } from '../db/index.js';
 import { normalizeFlags } from './flags.js';
-import { summarize, withCrlfLineEnds } from './headers.js';
+import { parseHeaders, summarize, withCrlfLineEnds } from './headers.js';
 import { sortKeysOf } from './sort-keys.js';
 import { indexSources, searchTextOf, type SearchText } from './search-text.js';
 import {
@@ -81,11 +81,12 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
   function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'text' | 'size' | 'internalDate'> {
     if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
     const raw = withCrlfLineEnds(source);
+    const headers = parseHeaders(raw); // read once, for the summary and the sort keys
     return {
       blobId: createHash('sha256').update(raw).digest('hex'),
       raw,
-      summary: JSON.stringify(summarize(raw)),
-      sortKeys: JSON.stringify(sortKeysOf(raw)),
+      summary: JSON.stringify(summarize(raw, headers)),
+      sortKeys: JSON.stringify(sortKeysOf(headers)),
       text: searchTextOf(raw),
       size: raw.length,
       internalDate: internalDateText(internalDate ?? core.clock.now()),

@@ -143,9 +143,7 @@ export function parseAddressList(value: string | null): EnvelopeAddress[] {
   return readAddressList(value).list;
 }
 
-export function summarize(raw: Buffer): MessageSummary {
-  const size = headerSize(raw);
-  const h = parseHeaders(raw.subarray(0, size));
+export function summarize(raw: Buffer, h: HeaderMap = parseHeaders(raw)): MessageSummary {
   let grouped = false;
   const addr = (name: string) => {
     const read = readAddressList(h.get(name)?.join(', ') ?? null);
@@ -163,7 +161,7 @@ export function summarize(raw: Buffer): MessageSummary {
     bcc: addr('bcc'),
     inReplyTo: firstHeader(h, 'in-reply-to'),
     messageId: firstHeader(h, 'message-id'),
-    headerSize: size,
+    headerSize: headerSize(raw),
   };
   if (grouped) summary.groups = true;
   return summary;

@@ -4,7 +4,7 @@
 // Strings are kept folded (`collationKey`), ready to compare. Pure; no I/O.
 import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
-import { headerSize, readHeaderFields } from './headers.js';
+import { parseHeaders, type HeaderMap } from './headers.js';
 
 /** The stored keys of one message (JSON in `mail_messages.sort_keys`; short names: one per message row). */
 export interface SortKeys {
@@ -200,13 +200,9 @@ const displayOf = (a: { name: string; address: string }) => {
 };
 
 /** The sort and thread keys of a raw message (its header block only is read). */
-export function sortKeysOf(raw: Buffer): SortKeys {
-  const fields = new Map<string, string[]>();
-  for (const { key, value } of readHeaderFields(raw, 0, headerSize(raw))) {
-    const list = fields.get(key);
-    if (list) list.push(value);
-    else fields.set(key, [value]);
-  }
+export function sortKeysOf(source: Buffer | HeaderMap): SortKeys {
+  // A message's source, or its header fields already read (the delivery writer reads them once for the summary too).
+  const fields = source instanceof Map ? source : parseHeaders(source);
   const first = (name: string) => fields.get(name)?.[0] ?? null;
   const { base, replyOrForward } = baseSubject(first('subject'));
   const from = firstAddress(fields.get('from'));
