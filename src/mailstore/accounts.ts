@@ -105,6 +105,8 @@ export function createAccountOps(core: Core) {
               created_at: now,
             })),
           );
+          // The special-use folders made with the account are subscribed (RFC 3501 leaves the rest to SUBSCRIBE).
+          await trx('mail_subscriptions').insert(DEFAULT_FOLDERS.map((f) => ({ mailbox_id: id, path: f.path, created_at: now })));
           await trx('mailboxes').where({ id }).update({ last_uid_validity: m.lastUidValidity });
           return { ...base, id: id! };
         }));

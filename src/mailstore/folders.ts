@@ -1,4 +1,6 @@
-// Folders: list (with counts), get, create (with parents), delete, rename (RFC 3501 §6.3.5, INBOX too), subscribe.
+// Folders: list (with counts), get, create (with parents), delete, rename (RFC 3501 §6.3.5, INBOX too); and the
+// subscriptions, which are names apart from the folders (mail_subscriptions, migration 032): DELETE and RENAME
+// leave them as they are (RFC 3501 §6.3.6; Dovecot does the same), SUBSCRIBE takes a name that is no folder.
 import { placeholders, type Tx } from '../db/index.js';
 import { removeMessages } from './messages.js';
 import { recordVanished } from './vanished.js';
@@ -123,7 +125,7 @@ export function createFolderOps(core: Core) {
         if (src === 'INBOX') {
           // RFC 3501 §6.3.5: the messages move to a new folder of that name; INBOX stays, empty; INBOX's
           // subfolders are not renamed. The UIDs move along (the new folder has its own UIDVALIDITY).
-          const created = await insertFolder(core, trx, m, dst, pending);
+          const created = await insertFolder(core, trx, m, dst, pending, null, false);
           const uids = ((await trx('mail_messages').where({ folder_id: row.id }).orderBy('uid').select('uid')) as Array<{ uid: number }>).map((r) => r.uid);
           if (uids.length > 0) {
             const modseq = nextModseq(m);
@@ -167,8 +169,17 @@ export function createFolderOps(core: Core) {
     },
 
     async setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void> {
-      const n = await core.db('mail_folders').where({ mailbox_id: mailboxId, path: normalizePath(path) }).update({ subscribed });
-      if (n === 0) throw new MailStoreError(`Folder '${path}' does not exist`, 'not_found');
+      const p = normalizePath(path);
+      if (subscribed) {
+        await core.db.raw('INSERT OR IGNORE INTO mail_subscriptions (mailbox_id, path, created_at) VALUES (?, ?, ?)', [mailboxId, p, core.clock.now().toISOString()]);
+      } else {
+        await core.db('mail_subscriptions').where({ mailbox_id: mailboxId, path: p }).delete();
+      }
+    },
+
+    async listSubscriptions(mailboxId: number): Promise<string[]> {
+      const rows = (await core.reads('mail_subscriptions').where({ mailbox_id: mailboxId }).orderBy('path').select('path')) as Array<{ path: string }>;
+      return rows.map((r) => r.path);
     },
   };
 }

@@ -40,7 +40,8 @@ export interface FolderRow {
   mailbox_id: number;
   path: string;
   special_use: string | null;
-  subscribed: number | boolean;
+  /** Legacy (migration 006): subscriptions are names in mail_subscriptions (migration 032); not read as such. */
+  subscribed?: number | boolean;
   uid_validity: number;
   uid_next: number;
   highest_modseq: number;
@@ -133,7 +134,6 @@ export function toFolder(row: FolderRow, counts?: { messages: number; unseen: nu
     mailboxId: row.mailbox_id,
     path: row.path,
     specialUse: (row.special_use as SpecialUse | null) ?? null,
-    subscribed: Boolean(row.subscribed),
     uidValidity: row.uid_validity,
     uidNext: row.uid_next,
     highestModseq: row.highest_modseq,
@@ -363,6 +363,8 @@ export async function insertFolder(
       created_at: now,
     };
     const [id] = (await trx('mail_folders').insert(row)) as number[];
+    // Subscriptions are names (mail_subscriptions, migration 032); `subscribed` above is the legacy column.
+    if (subscribed) await trx.raw('INSERT OR IGNORE INTO mail_subscriptions (mailbox_id, path, created_at) VALUES (?, ?, ?)', [m.id, p, now]);
     const modseq = nextModseq(m);
     const change: Change = { modseq, folderId: id!, kind: 'folder', change: 'created', path: p };
     await trx('mail_changes').insert(changeRow(m.id, change, core.clock.now().getTime()));

@@ -65,7 +65,6 @@ export interface Folder {
   /** Full path with FOLDER_DELIMITER, e.g. `INBOX`, `Projects/2026`. INBOX is always spelled `INBOX`. */
   path: string;
   specialUse: SpecialUse | null;
-  subscribed: boolean;
   uidValidity: number;
   uidNext: number;
   /** Highest MODSEQ of any change in this folder (1 for a new, empty folder). */
@@ -340,7 +339,13 @@ export interface MailStore {
   deleteFolder(mailboxId: number, path: string): Promise<void>;
   /** Renames a folder and its children; renaming INBOX moves its messages to the new folder and leaves INBOX empty (RFC 3501). */
   renameFolder(mailboxId: number, from: string, to: string): Promise<void>;
+  /**
+   * Subscribes or unsubscribes a name (RFC 3501 §6.3.6): a name, not a folder, so a name that is no folder can
+   * be subscribed and stays subscribed when its folder is deleted or renamed (Dovecot does the same).
+   */
   setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void>;
+  /** The subscribed names of a mailbox, folders or not, by path. */
+  listSubscriptions(mailboxId: number): Promise<string[]>;
   /**
    * Claims \Recent up to `lastUid` for a session (RFC 3501 §2.3.2): moves the folder's first unseen UID past
    * `lastUid` and returns where it was, in one transaction, so the messages from there to `lastUid` are recent

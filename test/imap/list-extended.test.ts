@@ -19,8 +19,8 @@ t.test('LIST-EXTENDED', async (t) => {
   const user = await f.account('lx');
   const c = await session(f, user.address);
   // RFC 5258 §5's hierarchy: Fruit/{Apple,Banana}, Tofu, Vegetable/{Broccoli,Corn}; subscribed: Fruit/Banana,
-  // Vegetable, Vegetable/Broccoli. Its "Fruit/Peach" (subscribed, no longer existing) has no equivalent here (a
-  // subscription goes with its mailbox); "Qux2" below is a name that is no mailbox but the parent of one.
+  // Vegetable, Vegetable/Broccoli. Its "Fruit/Peach" (subscribed, no longer existing) is shown in
+  // subscriptions.test.ts; "Qux2" below is a name that is no mailbox but the parent of one.
   for (const name of ['Fruit/Apple', 'Fruit/Banana', 'Tofu', 'Vegetable/Broccoli', 'Vegetable/Corn', 'Qux2/Bar2']) t.match(await c.command('c', `CREATE ${name}`), /^c OK/m);
   for (const name of ['Fruit/Banana', 'Vegetable', 'Vegetable/Broccoli', 'Qux2/Bar2']) t.match(await c.command('s', `SUBSCRIBE ${name}`), /^s OK/m);
   t.match(await c.command('d', 'DELETE Qux2'), /^d OK/m);

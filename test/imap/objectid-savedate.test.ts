@@ -27,10 +27,10 @@ t.test('OBJECTID and SAVEDATE', async (t) => {
     t.notMatch(await c.command('o8', 'STATUS Work (MAILBOXID)'), new RegExp(id!), 'a mailbox created again gets a new one');
   });
 
-  await t.test('EMAILID the same through COPY and MOVE; THREADID NIL; SEARCH EMAILID (RFC 8474 §5)', async (t) => {
+  await t.test('EMAILID the same through COPY and MOVE; THREADID (threadid.test.ts); SEARCH EMAILID (RFC 8474 §5)', async (t) => {
     await c.command('e0', 'SELECT INBOX');
     const r = await c.command('e1', 'FETCH 1:2 (EMAILID THREADID)');
-    const ids = [...r.matchAll(/EMAILID \((M[0-9a-f]{24})\) THREADID NIL/g)].map((m) => m[1]!);
+    const ids = [...r.matchAll(/EMAILID \((M[0-9a-f]{24})\) THREADID \(T[0-9a-f]{24}\)/g)].map((m) => m[1]!);
     t.equal(ids.length, 2);
     t.not(ids[0], ids[1]);
     t.match(await c.command('e2', 'UID COPY 1 Work'), /COPYUID/);
@@ -40,7 +40,7 @@ t.test('OBJECTID and SAVEDATE', async (t) => {
     t.match(moved, new RegExp(`UID 1 EMAILID \\(${ids[0]}\\)`), 'the copy keeps it');
     t.match(moved, new RegExp(`UID 2 EMAILID \\(${ids[1]}\\)`), 'the moved message keeps it');
     t.match(await c.command('e6', `UID SEARCH EMAILID ${ids[1]}`), /^\* SEARCH 2\r$/m);
-    t.match(await c.command('e7', 'SEARCH THREADID T123'), /^\* SEARCH\r$/m, 'no threads: nothing');
+    t.match(await c.command('e7', 'SEARCH THREADID T123'), /^\* SEARCH\r$/m, 'no such thread: nothing');
     t.match(await c.command('e8', 'SEARCH EMAILID bad!id'), /^e8 BAD/m);
   });
 

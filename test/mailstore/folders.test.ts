@@ -88,14 +88,29 @@ t.test('rename INBOX: messages move to the new folder; INBOX stays, empty, and k
   t.equal((await store.readMessage(moved.id, 2))!.length > 0, true);
 });
 
-t.test('subscribe', async (t) => {
+t.test('subscriptions are names, apart from the folders (RFC 3501 §6.3.6)', async (t) => {
   const { store, account } = await setupStore(t);
   const a = await account('a');
+  t.same(await store.listSubscriptions(a), ['Archive', 'Drafts', 'INBOX', 'Junk', 'Sent', 'Trash'], "the account's folders are subscribed");
   await store.setSubscribed(a, 'Junk', false);
-  t.equal((await store.getFolder(a, 'Junk'))!.subscribed, false);
+  t.notOk((await store.listSubscriptions(a)).includes('Junk'));
   await store.setSubscribed(a, 'Junk', true);
-  t.equal((await store.getFolder(a, 'Junk'))!.subscribed, true);
-  t.equal(await code(store.setSubscribed(a, 'Nope', true)), 'not_found');
+  await store.setSubscribed(a, 'Junk', true);
+  t.equal((await store.listSubscriptions(a)).filter((p) => p === 'Junk').length, 1, 'once, however often');
+  await store.setSubscribed(a, 'Nope/Later', true);
+  t.ok((await store.listSubscriptions(a)).includes('Nope/Later'), 'a name that is no folder');
+  await store.setSubscribed(a, 'inbox', false);
+  t.notOk((await store.listSubscriptions(a)).includes('INBOX'), 'INBOX in any case');
+  await store.createFolder(a, 'Kept', { subscribed: false });
+  t.notOk((await store.listSubscriptions(a)).includes('Kept'), 'created unsubscribed');
+  await store.createFolder(a, 'Filed/Deep');
+  t.ok((await store.listSubscriptions(a)).includes('Filed/Deep'), 'created subscribed (a filter on delivery)');
+  await store.deleteFolder(a, 'Junk');
+  t.ok((await store.listSubscriptions(a)).includes('Junk'), 'DELETE keeps the subscription');
+  await store.renameFolder(a, 'Filed', 'Moved');
+  const subs = await store.listSubscriptions(a);
+  t.ok(subs.includes('Filed/Deep') && !subs.includes('Moved/Deep'), 'RENAME moves no subscription (as Dovecot)');
+  t.equal(await code(store.setSubscribed(a, 'bad//name', true)), 'invalid');
 });
 
 t.test("deleting a domain (cascade) releases the mailboxes' sources", async (t) => {

@@ -2,9 +2,10 @@
 // EMAILID/THREADID RFC 8474, SAVEDATE RFC 8514). Streams in
 // batches of FETCH_BATCH messages: each batch's rows (flags, MODSEQ, the stored header summary for ENVELOPE)
 // in one range scan, ENVELOPE/BODYSTRUCTURE text cached by content, raw sources read one message at a time
-// and only when an item needs them; output in ~64 KiB writes, each awaited (backpressure). BINARY (RFC 3516):
-// a part's decoded content, sent as a literal8 `~{n}` when it holds NUL octets; a part whose encoding cannot be
-// undone leaves its message out and the FETCH ends NO [UNKNOWN-CTE].
+// (one ahead of need: beside the rows' read and the \Seen write) and only when an item needs them; output in
+// ~64 KiB writes, each awaited (backpressure). BINARY (RFC 3516): a part's decoded content, sent as a literal8
+// `~{n}` when it holds NUL octets; a part whose encoding cannot be undone leaves its message out and the FETCH
+// ends NO [UNKNOWN-CTE].
 import type { MessageMeta, MessageState, MessageSummary } from '../../mailstore/types.js';
 import { binaryContent } from '../mime/binary.js';
 import { parseMessage, type MimeNode } from '../mime/parse.js';
@@ -16,6 +17,7 @@ import { seqOutOfRange } from '../protocol/sequence.js';
 import { formatInternalDate } from '../protocol/writer.js';
 import type { SelectedMailbox, Session } from '../session.js';
 import type { CachedSummary } from '../summary-cache.js';
+import { threadId } from '../thread-id.js';
 import { vanishedEarlier } from './qresync.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
 
@@ -90,6 +92,35 @@ class FetchOutput {
 }
 
 /**
+ * The raw sources of a batch's messages, each read once, started ahead of need (`ahead(i)`) so that a read
+ * overlaps the work before it: the rows' read, the implicit \Seen write, the message answered before. A read
+ * nobody takes (a message left out) fails or finishes unobserved.
+ */
+class SourceReads {
+  private readonly reads = new Map<number, Promise<Buffer | null>>();
+  /** Which messages are answered (known once the rows are read): no read ahead for the others. */
+  wanted: (uid: number) => boolean = () => true;
+  constructor(
+    private readonly s: Session,
+    private readonly folderId: number,
+    private readonly uids: readonly number[],
+  ) {}
+
+  ahead(i: number): void {
+    if (i >= this.uids.length || this.reads.has(i) || !this.wanted(this.uids[i]!)) return;
+    const read = this.s.store.readMessage(this.folderId, this.uids[i]!);
+    read.catch(() => {}); // observed when taken; an untaken one must not be an unhandled rejection
+    this.reads.set(i, read);
+  }
+
+  take(i: number): Promise<Buffer | null> {
+    const read = this.reads.get(i) ?? this.s.store.readMessage(this.folderId, this.uids[i]!);
+    this.reads.delete(i);
+    return read;
+  }
+}
+
+/**
  * The store's rows of these messages (UIDs ascending): one range scan when they are dense in the folder
  * (FETCH 1:* and the like), else a list of UIDs. Messages no longer in the store are missing.
  */
@@ -138,6 +169,21 @@ export function emailId(blobId: string): string {
   return `M${blobId.slice(0, 24)}`;
 }
 
+/** The THREADIDs (RFC 8474) of these rows' messages, from their stored sort keys: one read for the batch. */
+export async function threadIdsOf(s: Session, folderId: number, rows: Map<number, { uid: number; blobId: string }>): Promise<Map<number, string>> {
+  const out = new Map<number, string>();
+  if (rows.size === 0) return out;
+  const uids = [...rows.keys()].sort((a, b) => a - b);
+  const first = uids[0]!;
+  const last = uids[uids.length - 1]!;
+  const keys = await s.store.listSortKeys(folderId, last - first + 1 <= uids.length * 2 ? { uidRange: [first, last] } : { uids });
+  for (const k of keys) {
+    const row = rows.get(k.uid);
+    if (row) out.set(k.uid, threadId(k.keys, row.blobId));
+  }
+  return out;
+}
+
 /** The cheapest read that answers these items. */
 function readModeOf(items: FetchItem[], needs: Needs): ReadMode {
   const simple = (names: Set<string>) => items.every((i) => i.kind === 'simple' && names.has(i.name));
@@ -158,6 +204,7 @@ function renderMessage(
   tree: MimeNode | null,
   flagsChanged: boolean,
   decoded: Map<FetchItem, Buffer | null> | null = null,
+  threadIds: Map<number, string> | null = null,
 ): void {
   let text = `* ${seq} FETCH (`;
   let flagsSent = false;
@@ -188,8 +235,8 @@ function renderMessage(
           text += `EMAILID (${emailId(meta.blobId)})`;
           continue;
         case 'THREADID':
-          // RFC 8474 §5.2: NIL where the server does not thread (SEARCH THREADID then matches nothing).
-          text += 'THREADID NIL';
+          // RFC 8474 §5.2 (thread-id.ts); NIL only for a message expunged meanwhile.
+          text += `THREADID ${threadIds?.has(meta.uid) ? `(${threadIds.get(meta.uid)!})` : 'NIL'}`;
           continue;
         case 'SAVEDATE':
           // RFC 8514 §4.1; a message stored before save dates were kept answers its internal date.
@@ -297,12 +344,19 @@ export const FETCH: CommandSpec<'FETCH'> = {
     let unknownCte: string | null = null;
     const binaryItems = items.filter((i) => i.kind === 'binary');
     const read = readModeOf(items, needs);
+    const wantThreadId = items.some((i) => i.kind === 'simple' && i.name === 'THREADID');
     // Per batch: the messages' rows (flags, MODSEQ, sizes, and the header summary when ENVELOPE is asked) in
     // one range scan; raw sources one message at a time and only when an item needs them.
     for (let b = 0; b < positions.length && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
       const batch: number[] = [];
       for (let i = b; i < Math.min(positions.length, b + FETCH_BATCH); i++) batch.push(view.uid(positions[i]!));
+      // A source is read one message ahead (content-addressed, so it cannot change under us): the first one
+      // beside the batch's rows and the implicit \Seen write, each next one while the one before is answered.
+      const sources = needs.raw ? new SourceReads(s, view.folderId, batch) : null;
+      if (cmd.changedSince === null) sources?.ahead(0);
       const rows = await readRows(s, batch, read);
+      const threadIds = wantThreadId ? await threadIdsOf(s, view.folderId, rows) : null;
+      if (sources) sources.wanted = (uid) => rows.has(uid) && (cmd.changedSince === null || rows.get(uid)!.modseq > cmd.changedSince);
       // Implicit \Seen for non-PEEK body fetches.
       const changedFlags = new Set<number>();
       if (needs.setSeen) {
@@ -315,7 +369,8 @@ export const FETCH: CommandSpec<'FETCH'> = {
           }
         }
       }
-      for (const uid of batch) {
+      for (const [i, uid] of batch.entries()) {
+        sources?.ahead(i + 1);
         const meta = rows.get(uid);
         if (!meta) {
           // Expunged elsewhere, not yet announced: it keeps its number; what the session knows (UID,
@@ -343,7 +398,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
         const wantStructure = needs.structure && !summary?.bodystructure;
         const wantEnvelope = needs.envelope && !summary?.envelope;
         if (needs.raw || wantStructure || wantEnvelope) {
-          raw = await s.store.readMessage(view.folderId, uid);
+          raw = sources ? await sources.take(i) : await s.store.readMessage(view.folderId, uid);
           if (raw) {
             tree = parseMessage(raw);
             if (wantStructure || wantEnvelope) {
@@ -369,7 +424,7 @@ export const FETCH: CommandSpec<'FETCH'> = {
         }
         // The client now knows these flags: a later sync need not report them again.
         if (sendsFlags || changedFlags.has(uid)) view.update(meta);
-        renderMessage(out, view, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid), decoded);
+        renderMessage(out, view, view.seqOf(uid), meta, items, summary, raw, tree, changedFlags.has(uid), decoded, threadIds);
         if (out.full) await out.flush();
       }
     }

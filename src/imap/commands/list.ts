@@ -30,7 +30,7 @@ export async function listResponses(s: Session, args: ListArguments, opts: ListR
   // RFC 3501 §6.3.8: an empty pattern asks for the hierarchy delimiter and the root.
   if (args.patterns.every((p) => p === '')) return [`LIST (\\Noselect) "${FOLDER_DELIMITER}" ""`];
   const { select } = args;
-  const all = await allEntries(s);
+  const all = await allEntries(s, select.subscribed);
   const res = args.patterns.map((p) => patternToRegExp(args.reference, p));
   const matches = (name: string) => res.some((re) => re.test(name));
   const satisfies = (e: Entry) => (!select.subscribed || e.subscribed) && (!select.specialUse || e.specialUse !== null);
@@ -49,7 +49,10 @@ export async function listResponses(s: Session, args: ListArguments, opts: ListR
     if (!listed) continue;
     const attrs: string[] = [];
     if (e.noselect) attrs.push(args.extended ? '\\NonExistent' : '\\Noselect');
-    attrs.push(all.some((o) => o.name.startsWith(prefix)) ? '\\HasChildren' : '\\HasNoChildren');
+    // Children are mailboxes (or their parents); a name known from the subscriptions alone is none. Such a name
+    // with no children of that kind says neither (RFC 5258 §5 example 2: `(\Subscribed \NonExistent)`).
+    const hasChildren = all.some((o) => !o.onlySubscribed && o.name.startsWith(prefix));
+    if (hasChildren || !e.onlySubscribed) attrs.push(hasChildren ? '\\HasChildren' : '\\HasNoChildren');
     if (e.specialUse) attrs.push(e.specialUse);
     if (args.return.subscribed && e.subscribed) attrs.push('\\Subscribed');
     const extra = childInfo ? ` ("CHILDINFO" (${criteria.join(' ')}))` : '';
@@ -77,14 +80,16 @@ export const LSUB: CommandSpec<'LSUB'> = {
   states: AUTH,
   updates: 'full',
   async handle(s, cmd) {
-    const all = await allEntries(s);
+    const all = await allEntries(s, true);
     const res = cmd.patterns.map((p) => patternToRegExp(cmd.reference, p));
     const matches = (name: string) => res.some((re) => re.test(name));
     const subscribed = all.filter((e) => e.subscribed);
     for (const e of all) {
       if (!matches(e.name)) continue;
       if (e.subscribed) {
-        await s.untagged(`LSUB () "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
+        // A subscribed name that is no mailbox (its folder deleted, or never made) stays listed (RFC 3501
+        // §6.3.6), \Noselect as it cannot be selected.
+        await s.untagged(`LSUB (${e.noselect ? '\\Noselect' : ''}) "${FOLDER_DELIMITER}" ${listName(s, e.name)}`);
         continue;
       }
       // RFC 3501 §6.3.9: "foo/bar" subscribed, "foo" not: a "%" that reaches foo but not foo/bar returns foo,

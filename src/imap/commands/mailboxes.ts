@@ -6,12 +6,17 @@ import { SHARED_PREFIX, type MailboxTarget, type Session } from '../session.js';
 import { storeFailure } from './errors.js';
 import { AUTH, bad, no, ok, type CommandSpec, type Result } from './types.js';
 
-/** A name LIST can answer: a folder of the account or shared with it, or a parent that is no folder. */
+/**
+ * A name LIST can answer: a folder of the account or shared with it, or a parent that is no folder; with the
+ * subscriptions, also a subscribed name that is no folder and the parents of such a name (`onlySubscribed`:
+ * known from the subscription list alone, so never listed by a LIST that does not select SUBSCRIBED).
+ */
 export interface Entry {
   name: string;
   noselect: boolean;
   subscribed: boolean;
   specialUse: string | null;
+  onlySubscribed: boolean;
 }
 
 async function ownTarget(s: Session, name: string): Promise<MailboxTarget | Result> {
@@ -23,12 +28,26 @@ async function ownTarget(s: Session, name: string): Promise<MailboxTarget | Resu
 
 const isTarget = (v: MailboxTarget | Result): v is MailboxTarget => 'mailboxId' in v;
 
-/** Every name the account can see: its folders, the folders shared with it, and their \Noselect parents. */
-export async function allEntries(s: Session): Promise<Entry[]> {
+/**
+ * Every name the account can see: its folders, the folders shared with it, and their \Noselect parents; with
+ * `withSubscriptions` (LSUB, LIST (SUBSCRIBED)) also the subscribed names that are no folder (RFC 3501 §6.3.6:
+ * a subscription outlives its mailbox; RFC 5258 §5 lists it as \NonExistent) and their parents.
+ */
+export async function allEntries(s: Session, withSubscriptions = false): Promise<Entry[]> {
   const account = s.account!;
+  const subscriptions = new Set(await s.store.listSubscriptions(account.id));
   const byName = new Map<string, Entry>();
-  const add = (name: string, f: Folder | null, shared: boolean) => {
-    byName.set(name, { name, noselect: !f, subscribed: f ? f.subscribed || shared : false, specialUse: f && !shared ? f.specialUse : null });
+  const add = (name: string, f: Folder | null, shared: boolean, onlySubscribed = false) => {
+    byName.set(name, { name, noselect: !f, subscribed: shared || subscriptions.has(name), specialUse: f && !shared ? f.specialUse : null, onlySubscribed });
+  };
+  const addParents = (onlySubscribed: boolean) => {
+    for (const name of [...byName.keys()]) {
+      const parts = name.split(FOLDER_DELIMITER);
+      for (let i = 1; i < parts.length; i++) {
+        const parent = parts.slice(0, i).join(FOLDER_DELIMITER);
+        if (!byName.has(parent)) add(parent, null, false, onlySubscribed);
+      }
+    }
   };
   for (const f of await s.store.listFolders(account.id)) add(f.path, f, false);
   for (const share of await s.store.sharedWith(account.id)) {
@@ -36,12 +55,10 @@ export async function allEntries(s: Session): Promise<Entry[]> {
     for (const f of await s.store.listFolders(share.owner.id)) add(`${base}${FOLDER_DELIMITER}${f.path}`, f, true);
   }
   // Parents that are not folders themselves (e.g. `Shared`, or `a` of `a/b`) are listed as \Noselect.
-  for (const name of [...byName.keys()]) {
-    const parts = name.split(FOLDER_DELIMITER);
-    for (let i = 1; i < parts.length; i++) {
-      const parent = parts.slice(0, i).join(FOLDER_DELIMITER);
-      if (!byName.has(parent)) add(parent, null, false);
-    }
+  addParents(false);
+  if (withSubscriptions) {
+    for (const name of subscriptions) if (!byName.has(name)) add(name, null, false, true);
+    addParents(true);
   }
   return [...byName.values()].sort((a, b) => (a.name === 'INBOX' ? -1 : b.name === 'INBOX' ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -139,6 +156,8 @@ function subscription(subscribed: boolean): CommandSpec<'SUBSCRIBE' | 'UNSUBSCRI
     states: AUTH,
     updates: 'full',
     async handle(s, cmd) {
+      // A name, not a mailbox (RFC 3501 §6.3.6): a name that is no folder can be subscribed, and unsubscribed
+      // after its folder is gone; unsubscribing a name that is not subscribed is no error.
       const target = await s.resolve(cmd.mailbox);
       if (!target) return no('No such mailbox', 'NONEXISTENT');
       // Shared mailboxes are always listed as subscribed; their owner's subscriptions are not ours to change.

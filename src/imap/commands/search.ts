@@ -6,9 +6,9 @@ import { header, parseMessage, type MimeNode } from '../mime/parse.js';
 import { bodyText, decodeHeaderValue, headerText, partHeaderText } from '../mime/text.js';
 import { esearchLine, savedUids, withSavedResult, type Hit } from '../protocol/esearch.js';
 import { FETCH_BATCH } from '../protocol/limits.js';
-import { needsContent, needsInternalDate, usesModseq, usesRecent, type SearchKey } from '../protocol/search.js';
+import { needsContent, needsInternalDate, usesModseq, usesRecent, usesThreadId, type SearchKey } from '../protocol/search.js';
 import { inSet } from '../protocol/sequence.js';
-import { emailId, readRows } from './fetch.js';
+import { emailId, readRows, threadIdsOf } from './fetch.js';
 import type { Session } from '../session.js';
 import { needsSource, textHits, type TextHits } from './search-text.js';
 import { bad, no, ok, SELECTED, type CommandSpec } from './types.js';
@@ -20,6 +20,8 @@ interface Candidate {
   tree: MimeNode | null;
   /** BODY/TEXT answered by the full-text index (search-text.ts); without it, the source is scanned. */
   hits?: TextHits;
+  /** THREADIDs of the batch (RFC 8474), read when a THREADID key is asked. */
+  threadIds?: Map<number, string> | null;
 }
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -98,7 +100,7 @@ function matches(key: SearchKey, c: Candidate, maxSeq: number, maxUid: number, r
     case 'emailid':
       return emailId(c.meta.blobId) === key.id;
     case 'threadid':
-      return false; // THREADID is NIL: no thread (RFC 8474 §5.2)
+      return c.threadIds?.get(c.meta.uid) === key.id;
     case 'savedate': {
       const at = c.meta.savedDate ?? c.meta.internalDate;
       return at ? compareDay(internalDay(at, 0), key.cmp, key.day) : false;
@@ -157,16 +159,18 @@ export async function searchMessages(s: Session, criteria: SearchKey): Promise<S
   const indexed = needsContent(key) ? await textHits(s.store, view.folderId, key) : undefined;
   const maxSeq = view.count;
   const maxUid = view.lastUid;
+  const byThread = usesThreadId(key);
   // Metadata per batch from the store (one range scan each); contents one message at a time.
   for (let b = 0; b < view.count && s.state !== 'logout' && s.selected === view; b += FETCH_BATCH) {
     const end = Math.min(view.count, b + FETCH_BATCH);
     const batch: number[] = [];
     for (let i = b; i < end; i++) batch.push(view.uid(i));
     const rows = await readRows(s, batch, needsInternalDate(key) ? 'meta' : 'state');
+    const threadIds = byThread ? await threadIdsOf(s, view.folderId, rows) : null;
     for (let i = b; i < end; i++) {
       const meta = rows.get(batch[i - b]!);
       if (!meta) continue; // expunged meanwhile
-      const c: Candidate = { meta, seq: i + 1, raw: null, tree: null, hits: indexed };
+      const c: Candidate = { meta, seq: i + 1, raw: null, tree: null, hits: indexed, threadIds };
       if (content) {
         c.raw = await s.store.readMessage(view.folderId, meta.uid);
         if (c.raw) c.tree = parseMessage(c.raw);

@@ -8,6 +8,7 @@ import { usesModseq } from '../protocol/search.js';
 import { formatThread } from '../protocol/sort.js';
 import type { Session } from '../session.js';
 import { orderedSubject, referencesThreads, sortItems, type SortItem } from '../sort-thread.js';
+import { sortRowsOf } from '../sort-cache.js';
 import { searchMessages } from './search.js';
 import { no, ok, SELECTED, type CommandSpec, type Result } from './types.js';
 
@@ -20,22 +21,32 @@ async function chosen(s: Session, key: SearchKey, uid: boolean): Promise<{ items
   let highest = 0;
   if (hits.length === 0) return { items, highest };
   const view = s.selected!;
-  const first = hits[0]!.uid;
-  const last = hits[hits.length - 1]!.uid;
-  // One range scan when the hits are dense in the folder, else the list.
-  const rows = await s.store.listSortKeys(view.folderId, last - first + 1 <= hits.length * 2 ? { uidRange: [first, last] } : { uids: hits.map((h) => h.uid) });
+  // The rows sorted before are kept (sort-cache.ts); the others are read, in one range scan when they are
+  // dense in the folder, else by list.
+  const cache = sortRowsOf(s.deps);
+  const kept = cache.rows(view.folderId);
+  const missing = hits.filter((h) => !kept.has(h.uid)).map((h) => h.uid);
   const byUid = new Map<number, SortRow>();
-  for (const r of rows) byUid.set(r.uid, r);
-  for (const h of hits) {
-    const row = byUid.get(h.uid);
-    if (!row) continue; // expunged meanwhile
-    // A row stored without keys (none after migration 029): from its source, this once.
-    let keys = row.keys;
-    if (!keys) {
-      const raw = await s.store.readMessage(view.folderId, h.uid);
-      if (!raw) continue;
-      keys = sortKeysOf(raw);
+  if (missing.length) {
+    const first = missing[0]!;
+    const last = missing[missing.length - 1]!;
+    const rows = await s.store.listSortKeys(view.folderId, last - first + 1 <= missing.length * 2 ? { uidRange: [first, last] } : { uids: missing });
+    for (const r of rows) {
+      // A row stored without keys (none after migration 029): from its source, this once.
+      if (!r.keys) {
+        const raw = await s.store.readMessage(view.folderId, r.uid);
+        if (!raw) continue;
+        r.keys = sortKeysOf(raw);
+      }
+      byUid.set(r.uid, r);
     }
+    cache.add(view.folderId, [...byUid.values()]);
+    cache.prune(view.folderId, view.count, (uid) => view.seqOf(uid) > 0);
+  }
+  for (const h of hits) {
+    const row = byUid.get(h.uid) ?? kept.get(h.uid);
+    if (!row?.keys) continue; // expunged meanwhile
+    const keys = row.keys;
     items.push({ seq: h.seq, id: uid ? h.uid : h.seq, arrival: row.arrival, size: row.size, keys });
     if (h.modseq > highest) highest = h.modseq;
   }

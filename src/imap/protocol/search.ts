@@ -171,6 +171,10 @@ const MODSEQ_OPS: ReadonlySet<SearchKey['op']> = new Set(['modseq']);
 /** True when the key tree needs message contents (headers or body), not just the metadata. */
 export const needsContent = (key: SearchKey): boolean => someKey(key, CONTENT_OPS);
 
+/** True when the key tree has a THREADID key (RFC 8474 §6): the batch's thread ids are read then. */
+const THREADID_OPS: ReadonlySet<SearchKey['op']> = new Set(['threadid']);
+export const usesThreadId = (key: SearchKey): boolean => someKey(key, THREADID_OPS);
+
 /** True when the key compares internal dates (the other metadata keys are answered from flags, size, MODSEQ). */
 export const needsInternalDate = (key: SearchKey): boolean => someKey(key, INTERNALDATE_OPS);
 
