@@ -1,7 +1,8 @@
 // What a new user's tour from outside found (scripts/blackbox-tour.ts, scripts/blackbox-browser.ts), each over
 // real HTTP against one appliance: a trial box with a domain declared its own (MAIL_LOCAL_DOMAINS) and no public
 // DNS (a loopback DNS server that knows nothing). The box's own mailboxes were "undeliverable" to its own
-// validation, so its signup forms refused them; GET /templates/presets answered `presets` where the spec says `data`.
+// validation, so its signup forms refused them; GET /templates/presets answered `presets` where the spec says `data`;
+// POST /mailboxes, /subscription-topics and /suppressions left out the `success` the spec's table gives them.
 import t from 'tap';
 import { startTestApp, TEST_HOSTNAME } from '../helpers/app.js';
 import { startDns } from '../helpers/dns-server.js';
@@ -16,7 +17,7 @@ t.test('a trial box without public DNS', async (t) => {
   const dns = await startDns();
   t.teardown(() => dns.stop());
   const app = await startTestApp(t, { config: { dnsServers: [dns.server], localDomains: ['own.example'] } });
-  const mb = await app.request('POST', '/mailboxes', { body: { address: 'ann@own.example', password: 'correct horse battery' } });
+  const mb = await app.request<{ success: boolean; address: string }>('POST', '/mailboxes', { body: { address: 'ann@own.example', password: 'correct horse battery' } });
   t.equal(mb.status, 201, mb.text);
 
   t.test('validation: an address the box serves takes mail, whatever the DNS says', async (t) => {
@@ -45,6 +46,16 @@ t.test('a trial box without public DNS', async (t) => {
     t.same(contacts.body.data.map((c) => c.email), ['ann@own.example']);
     const refused = await app.request<{ error: string; code: string }>('POST', `/signup-forms/${form.body.signup_form.id}/submit`, { key: null, body: { email: 'nobody@own.example' } });
     t.same([refused.status, refused.body], [422, { error: 'email: the domain own.example does not receive mail', code: 'unprocessable_entity' }]);
+  });
+
+  t.test('creates answer the spec’s success beside the record', async (t) => {
+    t.match(mb.body, { success: true, address: 'ann@own.example' }, 'POST /mailboxes');
+    const topic = await app.request<{ success: boolean; topic: { name: string } }>('POST', '/subscription-topics', { body: { name: 'News', default_subscription: 'opt_in' } });
+    t.equal(topic.status, 201, topic.text);
+    t.match(topic.body, { success: true, topic: { name: 'News' } }, 'POST /subscription-topics');
+    const sup = await app.request<{ success: boolean; suppression: { email: string } }>('POST', '/suppressions', { body: { email: 'gone@elsewhere.example', reason: 'manual' } });
+    t.equal(sup.status, 201, sup.text);
+    t.match(sup.body, { success: true, suppression: { email: 'gone@elsewhere.example', reason: 'manual' } }, 'POST /suppressions');
   });
 
   t.test('GET /templates/presets answers the spec’s { data }', async (t) => {
