@@ -40,7 +40,7 @@ t.test('create, get, list, patch, password, delete', async (t) => {
   t.notOk('password' in created.body || created.text.includes('alice-pass-1') || created.text.includes('scrypt'), 'never the password or its hash');
   const id = created.body.id;
 
-  t.same((await app.request('GET', `/mailboxes/${id}`)).body, created.body);
+  t.same({ success: true, ...(await app.request('GET', `/mailboxes/${id}`)).body }, created.body, 'the create answers the mailbox and the spec’s success');
   const raw = Buffer.from('From: x@remote.test\r\nTo: alice@corp.example\r\nSubject: hi\r\n\r\nhello\r\n');
   await app.appliance.ctx.mailstore.deliver(raw, [{ mailboxId: id }]);
   t.equal((await app.request<MailboxBody>('GET', `/mailboxes/${id}`)).body.usedBytes, raw.length, 'usedBytes counts what the store holds');

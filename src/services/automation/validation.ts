@@ -9,6 +9,7 @@ import { Batcher } from '../../db/batcher.js';
 import { readsOf } from '../../db/index.js';
 import { addressKey } from '../../core/address.js';
 import { suppressedAmong } from '../audience/index.js';
+import { routeRecipient } from '../inbound/index.js';
 import { checkSyntax, isDisposableDomain, isRoleAccount, suggestDomain, type SyntaxCheck } from './address-checks.js';
 import { mailRoutes, NOT_CHECKED, type MailRoute } from './mail-routes.js';
 
@@ -124,18 +125,47 @@ function suggestionFor(state: ValidationState, domain: string): string | null {
   return suggestion;
 }
 
+/**
+ * The addresses among `valid` that the box itself takes mail for (a mailbox, an alias or catch-all, an inbound
+ * webhook route of a domain verified on the box): the box delivers them locally, whatever the public DNS says
+ * (a trial without published MX records, a domain declared with `--trusted` or MAIL_LOCAL_DOMAINS). Without
+ * this, the box's own validation and its signup forms refused its own mailboxes as "does not receive mail".
+ * One read of the verified domains among the batch's; routes only for their addresses (the directory keeps them).
+ */
+async function servedByTheBox(ctx: AppContext, valid: readonly SyntaxCheck[]): Promise<Set<string>> {
+  const served = new Set<string>();
+  const domains = [...new Set(valid.map((s) => s.domain!))];
+  if (domains.length === 0) return served;
+  const rows = await readsOf(ctx.db)<{ name: string }>('domains').whereIn('name', domains).andWhere('status', 'verified').select('name');
+  if (rows.length === 0) return served;
+  const verified = new Set(rows.map((r) => r.name));
+  for (const s of valid) {
+    if (!verified.has(s.domain!) || served.has(s.address!)) continue;
+    const route = await routeRecipient(ctx, ctx.mailstore, s.address!);
+    if (route.kind === 'mailbox' || route.kind === 'mailbox_full' || (route.kind === 'webhook' && !route.feedbackLoop)) served.add(s.address!);
+  }
+  return served;
+}
+
+/** The route of an address the box serves itself: its own host name, as an MX would name it. */
+function servedRoute(ctx: AppContext): MailRoute {
+  return { status: 'found', records: [{ exchange: ctx.config.hostname, priority: 0 }], message: null };
+}
+
 /** Each address of `emails` validated for the team, in order. One DNS look-up per domain, one suppression read in all. */
 export async function validateEmails(ctx: AppContext, teamId: string, emails: readonly string[]): Promise<EmailValidation[]> {
   const state = stateOf(ctx);
   const syntax = emails.map((e) => checkSyntax(e.trim()));
   const valid = syntax.filter((s) => s.valid);
-  const [routes, suppressed] = await Promise.all([
+  const [routes, suppressed, served] = await Promise.all([
     mailRoutes(ctx, valid.map((s) => s.domain!)),
     valid.length > 0 ? state.suppressions.submit({ teamId, addresses: valid.map((s) => s.address!) }) : new Set<string>(),
+    servedByTheBox(ctx, valid),
   ]);
   return emails.map((email, i) => {
     const s = syntax[i]!;
-    const mx = s.valid ? routes.get(s.domain!)! : NOT_CHECKED;
+    let mx = s.valid ? routes.get(s.domain!)! : NOT_CHECKED;
+    if (s.valid && served.has(s.address!) && mx.status !== 'found' && mx.status !== 'implicit') mx = servedRoute(ctx);
     const suggestion = s.valid ? suggestionFor(state, s.domain!) : null;
     const checks: Checks = {
       syntax: { valid: s.valid, message: s.message, smtputf8: s.smtputf8, idn: s.idn },

@@ -29,9 +29,9 @@ export const suppressionRoutes = [
     access: 'full_access',
     body: CreateSuppression,
     status: 201,
-    response: z.object({ suppression: Suppression }),
+    response: z.object({ success: z.literal(true), suppression: Suppression }),
     async handle({ app, principal, body }) {
-      return { suppression: await createSuppression(app, principal.teamId, body) };
+      return { success: true as const, suppression: await createSuppression(app, principal.teamId, body) };
     },
   }),
   defineRoute({

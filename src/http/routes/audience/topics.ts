@@ -78,9 +78,9 @@ export const topicRoutes = [
     access: 'full_access',
     body: CreateTopic,
     status: 201,
-    response: z.object({ topic: Topic }),
+    response: z.object({ success: z.literal(true), topic: Topic }),
     async handle({ app, principal, body }) {
-      return { topic: await createTopic(app, principal.teamId, body) };
+      return { success: true as const, topic: await createTopic(app, principal.teamId, body) };
     },
   }),
   defineRoute({

@@ -74,9 +74,10 @@ export const mailboxRoutes = [
     access,
     body: CreateMailbox,
     status: 201,
-    response: Mailbox,
+    // The spec's answer is `success`; the mailbox's fields come with it.
+    response: Mailbox.extend({ success: z.literal(true) }),
     async handle({ app, principal, body }) {
-      return createMailbox(app, principal, body);
+      return { success: true as const, ...(await createMailbox(app, principal, body)) };
     },
   }),
   defineRoute({

@@ -39,9 +39,11 @@ export const templateRoutes = [
     summary: 'The presets a template can start from (welcome, password reset, receipt, newsletter, announcement), in a fixed order, each as visual-builder blocks',
     tag,
     access: 'full_access',
-    response: z.object({ presets: z.array(Preset) }),
+    // The spec's shape is `{ data }`; `presets` (the same list) stays for the clients written against it.
+    response: z.object({ data: z.array(Preset), presets: z.array(Preset) }),
     async handle() {
-      return { presets: listPresets() };
+      const presets = listPresets();
+      return { data: presets, presets };
     },
   }),
   defineRoute({
