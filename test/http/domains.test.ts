@@ -657,6 +657,7 @@ t.test('sending domains', async (t) => {
         { name: '_imaps._tcp.verify-srv.example', value: `1 ${cfg.imapsPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
         { name: '_submission._tcp.verify-srv.example', value: `1 ${cfg.submissionPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
         { name: '_pop3s._tcp.verify-srv.example', value: `1 ${cfg.pop3sPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
+        { name: '_submissions._tcp.verify-srv.example', value: `1 ${cfg.submissionsPort} ${TEST_HOSTNAME}`, priority: 0, type: 'SRV', required: false },
       ],
     );
     // Everything but the SRV records published: verified all the same, the SRV records failed with a reason.

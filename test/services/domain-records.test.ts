@@ -199,13 +199,14 @@ t.test('zone_file_line: what a zone file (BIND, NSD, Knot) takes as it is', asyn
   t.equal(txtStrings('x'.repeat(255)), `"${'x'.repeat(255)}"`, '255 characters: one string');
   t.equal(txtStrings('x'.repeat(256)), `"${'x'.repeat(255)}" "x"`, '256: two');
 
-  const srv = expectedRecords('example.com', 'mx.box.test', [], { imaps: 993, submission: 587, pop3s: 995 }).filter((r) => r.record === 'SRV');
+  const srv = expectedRecords('example.com', 'mx.box.test', [], { imaps: 993, submission: 587, pop3s: 995, submissions: 465 }).filter((r) => r.record === 'SRV');
   t.same(
     srv.map((r) => r.zone_file_line),
     [
       '_imaps._tcp.example.com. IN SRV 0 1 993 mx.box.test.',
       '_submission._tcp.example.com. IN SRV 0 1 587 mx.box.test.',
       '_pop3s._tcp.example.com. IN SRV 0 1 995 mx.box.test.',
+      '_submissions._tcp.example.com. IN SRV 0 1 465 mx.box.test.',
     ],
   );
   t.equal(zoneFileLine({ type: 'CNAME', name: 'a.example.com', value: 'b.example.net' }), 'a.example.com. IN CNAME b.example.net.');

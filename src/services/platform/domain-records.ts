@@ -6,7 +6,7 @@
 //                                                                   listed too, not required (dkim-rotation.ts)
 //   DMARC TXT  _dmarc.<domain>            v=DMARC1; p=none; rua=…    recommended
 //   MX    MX   <domain>                   <box> (priority 10)        recommended: inbound mail and late bounces
-//   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp)  0 1 <port> <box>   informational (RFC 6186)
+//   SRV   SRV  _imaps._tcp.<domain> (and _submission._tcp, _pop3s._tcp, RFC 8314's _submissions._tcp)  0 1 <port> <box>   informational (RFC 6186)
 //   TRACKING CNAME <tracking_subdomain>.<domain>  <box>            optional: only when the domain names a tracking
 //                                                                   subdomain; its open and click URLs use that
 //                                                                   name once this record is verified
@@ -118,9 +118,14 @@ export interface ServicePorts {
   imaps: number;
   submission: number;
   pop3s: number;
+  /** Submission over implicit TLS (RFC 8314 §5.1: `_submissions._tcp`). */
+  submissions: number;
 }
 
-/** RFC 6186 SRV records: where mail clients find IMAP (TLS), submission and POP3 (TLS) for `domain`. */
+/**
+ * RFC 6186 SRV records: where mail clients find IMAP (TLS), submission (STARTTLS), POP3 (TLS) and, as RFC 8314
+ * §5.1 adds, submission over implicit TLS for `domain`.
+ */
 export function srvRecords(domain: string, hostname: string, ports: ServicePorts): DnsRecord[] {
   const srv = (service: string, port: number): DnsRecord =>
     lined({
@@ -133,7 +138,7 @@ export function srvRecords(domain: string, hostname: string, ports: ServicePorts
       required: false,
       status: 'pending',
     });
-  return [srv('imaps', ports.imaps), srv('submission', ports.submission), srv('pop3s', ports.pop3s)];
+  return [srv('imaps', ports.imaps), srv('submission', ports.submission), srv('pop3s', ports.pop3s), srv('submissions', ports.submissions)];
 }
 
 /** The CNAME that publishes a domain's tracking subdomain (`<subdomain>.<domain>` → the box): optional. */

@@ -183,7 +183,7 @@ export function normaliseDomainName(input: string): string | null {
 }
 
 /** The box's name and client ports: what the records point at. */
-type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'pop3sPort' | 'outboundIps'>;
+type RecordTarget = Pick<Config, 'hostname' | 'imapsPort' | 'submissionPort' | 'submissionsPort' | 'pop3sPort' | 'outboundIps'>;
 
 function dedicatedOf(row: DomainRow, box: RecordTarget): DedicatedIp | null {
   if (!row.dedicated_ip) return null;
@@ -216,7 +216,7 @@ function reverseName(ip: string): string {
 function recordsOf(row: DomainRow, keys: DkimKeyRow[], box: RecordTarget): DnsRecord[] {
   const stored = JSON.parse(row.record_status) as StoredStatus;
   const published = keys.map((k) => ({ selector: k.selector, publicKey: k.public_key, algorithm: k.algorithm, state: k.state, retireAfter: k.retire_after }));
-  const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort };
+  const ports = { imaps: box.imapsPort, submission: box.submissionPort, pop3s: box.pop3sPort, submissions: box.submissionsPort };
   const retiredAt = new Map(keys.map((k) => [k.selector, k.retired_at]));
   return expectedRecords(row.name, box.hostname, published, ports, { sendFrom: row.dedicated_ip, trackingSubdomain: row.tracking_subdomain ?? null }).map((r) => {
     // A retired key's record is to be removed: so it says until a verify finds it gone (and the key's row goes).
