@@ -1,6 +1,7 @@
 // Folders: list (with counts), get, create (with parents), delete, rename (RFC 3501 §6.3.5, INBOX too), subscribe.
 import { placeholders, type Tx } from '../db/index.js';
 import { removeMessages } from './messages.js';
+import { messageWriterOf } from './message-writer.js';
 import { recordVanished } from './vanished.js';
 import {
   announce,
@@ -157,13 +158,9 @@ export function createFolderOps(core: Core) {
       });
     },
 
-    async claimRecent(folderId: number, lastUid: number): Promise<number> {
-      return core.db.transaction(async (trx) => {
-        const row = (await trx('mail_folders').where({ id: folderId }).first('recent_uid')) as { recent_uid: number } | undefined;
-        const from = row?.recent_uid ?? 0;
-        if (row && lastUid >= from) await trx('mail_folders').where({ id: folderId }).update({ recent_uid: lastUid + 1 });
-        return from;
-      });
+    claimRecent(folderId: number, lastUid: number): Promise<number> {
+      // In the shared write transactions of STORE/EXPUNGE (message-writer.ts): every SELECT after new mail claims.
+      return messageWriterOf(core)<number>({ kind: 'claim', folderId, lastUid });
     },
 
     async setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void> {
