@@ -71,8 +71,9 @@ export function createFolderOps(core: Core) {
       return withCounts(core, rows.sort(order));
     },
 
-    async getFolder(mailboxId: number, path: string): Promise<Folder | null> {
+    async getFolder(mailboxId: number, path: string, opts: { counts?: boolean } = {}): Promise<Folder | null> {
       const row = await findRow(core.reads, mailboxId, path);
+      if (row && opts.counts === false) return toFolder(row);
       return row ? (await withCounts(core, [row]))[0]! : null;
     },
 
