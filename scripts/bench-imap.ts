@@ -24,7 +24,7 @@
 // cache, then warm), operations per second and p50/p99 latency per command during the mixed run, and the
 // server process's RSS before, at peak and after the run (sampled every 100 ms).
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,11 +47,13 @@ interface Options {
   keep: boolean;
   profile: string | null;
   stress: boolean;
+  /** --stress --sql: the statements run, by shape, a command. */
+  sqlShapes: boolean;
   clients: number;
 }
 
 function parseArgs(argv: string[]): Options & { client: boolean; port: number } {
-  const o: Options & { client: boolean; port: number } = { n: 0, sessions: 20, seconds: 20, keep: false, profile: null, stress: false, clients: 10, client: false, port: 0 };
+  const o: Options & { client: boolean; port: number } = { n: 0, sessions: 20, seconds: 20, keep: false, profile: null, stress: false, sqlShapes: false, clients: 10, client: false, port: 0 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.includes('=') ? argv[i]!.split('=', 2) : [argv[i]!, undefined];
     const value = () => Number(inline ?? argv[++i]);
@@ -63,6 +65,7 @@ function parseArgs(argv: string[]): Options & { client: boolean; port: number } 
     else if (flag === '--client') o.client = true;
     else if (flag === '--port') o.port = value();
     else if (flag === '--stress') o.stress = true;
+    else if (flag === '--sql') o.sqlShapes = true;
     else if (flag === '--clients') o.clients = value();
     else throw new Error(`unknown option ${flag}`);
   }
@@ -240,6 +243,24 @@ async function stressMain(o: Options & { port: number }): Promise<void> {
 
 
 
+/** CPU time (ms) of this process's main thread and of its other threads, from /proc (Linux; zeros elsewhere). */
+function threadCpu(): { main: number; other: number } {
+  const out = { main: 0, other: 0 };
+  try {
+    const tick = 10; // ms per clock tick (USER_HZ = 100 on Linux)
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = (Number(f[11]) + Number(f[12])) * tick;
+      if (Number(tid) === process.pid) out.main += ms;
+      else out.other += ms;
+    }
+  } catch {
+    /* not Linux */
+  }
+  return out;
+}
+
 async function serverMain(o: Options): Promise<void> {
   const { loadConfig, ANY_FREE_PORTS } = await import('../src/config.js');
   const { startAppliance } = await import('../src/appliance.js');
@@ -285,6 +306,29 @@ async function serverMain(o: Options): Promise<void> {
   }
   const marks: NodeJS.CpuUsage[] = [];
   let runCpu = process.cpuUsage();
+  // --stress: SQL statements by connection (knex's 'query' event, also emitted by the direct path and scripts),
+  // write transactions, and the CPU of the main thread apart from the others (SQLite's and libuv's pool threads).
+  const { readsOf } = await import('../src/db/index.js');
+  const sql = { writer: 0, reads: 0, transactions: 0 };
+  const shapes = new Map<string, number>();
+  const shape = (text: string | undefined) => {
+    if (!o.sqlShapes || !text) return;
+    const key = text.replace(/\s+/g, ' ').replace(/\((\?, )+\?\)/g, '(?…)').slice(0, 150);
+    shapes.set(key, (shapes.get(key) ?? 0) + 1);
+  };
+  if (o.stress) {
+    ctx.db.on('query', (q: { sql?: string }) => {
+      shape(`W ${q.sql}`);
+      sql.writer++;
+      if (q.sql === 'BEGIN IMMEDIATE;' || q.sql?.startsWith('BEGIN')) sql.transactions++;
+    });
+    readsOf(ctx.db).on('query', (q: { sql?: string }) => {
+      shape(`R ${q.sql}`);
+      sql.reads++;
+    });
+  }
+  let sqlAtMark = { ...sql };
+  let threadsAtMark = threadCpu();
   let delivering: NodeJS.Timeout | null = null;
   let extra = 0;
   const inFlight = new Set<Promise<unknown>>();
@@ -313,6 +357,8 @@ async function serverMain(o: Options): Promise<void> {
     child.on('message', (m: { mark?: boolean; fetchAll?: number[]; fetched?: number; searches?: Array<{ cmd: string; ms: number; hits: number }>; lat?: Record<string, number[]>; seconds?: number; stress?: StressResult }) => {
       if (m.mark && o.stress) {
         runCpu = process.cpuUsage();
+        sqlAtMark = { ...sql };
+        threadsAtMark = threadCpu();
         child.send({ ack: true });
         return;
       }
@@ -324,6 +370,15 @@ async function serverMain(o: Options): Promise<void> {
         console.log(`stress: ${o.clients} clients over TLS for ${r.seconds.toFixed(1)} s against one mailbox of ~${o.n} messages; load ${os.loadavg()[0]!.toFixed(2)}`);
         console.log(`logins/s ${(r.logins / r.seconds).toFixed(1)}   commands/s ${(ops / r.seconds).toFixed(1)} (${ops} commands)   errors ${errors}${errors ? ` ${JSON.stringify(r.errors)}` : ''}`);
         console.log(`server CPU: ${((used.user + used.system) / 1000).toFixed(0)} ms, ${((used.user + used.system) / 1000 / ops).toFixed(3)} ms a command (TLS handshakes included)`);
+        const threads = threadCpu();
+        const mainMs = threads.main - threadsAtMark.main;
+        const otherMs = threads.other - threadsAtMark.other;
+        console.log(`  main thread ${(mainMs / ops).toFixed(3)} ms a command, other threads (SQLite's, libuv's pool, GC) ${(otherMs / ops).toFixed(3)} ms`);
+        const w = sql.writer - sqlAtMark.writer;
+        const rd = sql.reads - sqlAtMark.reads;
+        const tx = sql.transactions - sqlAtMark.transactions;
+        if (o.sqlShapes) for (const [text, n] of [...shapes].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / ops).toFixed(3).padStart(7)}  ${text}`);
+        console.log(`  SQL: ${((w + rd) / ops).toFixed(2)} statements a command (writer ${(w / ops).toFixed(2)}, readers ${(rd / ops).toFixed(2)}), ${(tx / ops).toFixed(3)} write transactions a command`);
         console.log('command                              ops/s     p50 ms    p99 ms');
         for (const [name, list] of Object.entries(r.lat)) {
           list.sort((a, b) => a - b);

@@ -346,6 +346,8 @@ export class Session {
       const changes = await this.store.syncChanges(view.target.mailboxId, since);
       let cursor = since;
       let changed = false;
+      let appended = false;
+      const flagged = new Map<number, Pick<MessageMeta, 'uid' | 'flags' | 'modseq'>>();
       if (changes === null) {
         // The feed was pruned past our cursor: compare the view with the folder itself.
         const index = await this.store.folderIndex(view.folderId);
@@ -371,16 +373,23 @@ export class Session {
               view.pendingExpunge.add(c.uid);
               if (!view.expungeModseq || c.modseq < view.expungeModseq) view.expungeModseq = c.modseq;
             }
-          } else if (c.kind === 'append' || c.kind === 'flags') {
-            changed = true;
+          } else if (c.kind === 'append') {
+            appended = true;
+          } else if (c.kind === 'flags') {
+            // A flag change carries the message's whole flags: the last one of a message is its state as of this read.
+            flagged.set(c.uid, { uid: c.uid, flags: c.flags, modseq: c.modseq });
           }
         }
       }
       const lines: string[] = [];
       const seenFlags: string[][] = [];
-      if (changed) {
-        const metas = await this.store.listMessages(view.folderId, { changedSince: since });
+      if (changed || appended || flagged.size) {
+        // Known messages' flags from the feed; new ones (UIDs past the view's last) read, and only those.
         const lastUid = view.lastUid;
+        const metas: Array<Pick<MessageMeta, 'uid' | 'flags' | 'modseq'>> = changed
+          ? await this.store.listMessages(view.folderId, { changedSince: since })
+          : [...flagged.values()].filter((m) => m.uid <= lastUid).sort((a, b) => a.uid - b.uid);
+        if (!changed && appended) metas.push(...(await this.store.listMessages(view.folderId, { uidRange: [lastUid + 1, 2 ** 32 - 1] })));
         for (const m of metas) {
           if (m.flags.some((f) => !f.startsWith('\\'))) seenFlags.push(m.flags);
           const seq = view.seqOf(m.uid);

@@ -3,6 +3,7 @@
 // leave them as they are (RFC 3501 §6.3.6; Dovecot does the same), SUBSCRIBE takes a name that is no folder.
 import { placeholders, type Tx } from '../db/index.js';
 import { removeMessages } from './messages.js';
+import { messageWriterOf } from './message-writer.js';
 import { recordVanished } from './vanished.js';
 import {
   announce,
@@ -72,8 +73,9 @@ export function createFolderOps(core: Core) {
       return withCounts(core, rows.sort(order));
     },
 
-    async getFolder(mailboxId: number, path: string): Promise<Folder | null> {
+    async getFolder(mailboxId: number, path: string, opts: { counts?: boolean } = {}): Promise<Folder | null> {
       const row = await findRow(core.reads, mailboxId, path);
+      if (row && opts.counts === false) return toFolder(row);
       return row ? (await withCounts(core, [row]))[0]! : null;
     },
 
@@ -159,13 +161,9 @@ export function createFolderOps(core: Core) {
       });
     },
 
-    async claimRecent(folderId: number, lastUid: number): Promise<number> {
-      return core.db.transaction(async (trx) => {
-        const row = (await trx('mail_folders').where({ id: folderId }).first('recent_uid')) as { recent_uid: number } | undefined;
-        const from = row?.recent_uid ?? 0;
-        if (row && lastUid >= from) await trx('mail_folders').where({ id: folderId }).update({ recent_uid: lastUid + 1 });
-        return from;
-      });
+    claimRecent(folderId: number, lastUid: number): Promise<number> {
+      // In the shared write transactions of STORE/EXPUNGE (message-writer.ts): every SELECT after new mail claims.
+      return messageWriterOf(core)<number>({ kind: 'claim', folderId, lastUid });
     },
 
     async setSubscribed(mailboxId: number, path: string, subscribed: boolean): Promise<void> {

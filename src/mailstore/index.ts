@@ -13,7 +13,7 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../core/clock.js';
 import { Signal } from '../core/signal.js';
-import { readsOf, type Db } from '../db/index.js';
+import { queryRows, readsOf, type Db } from '../db/index.js';
 import { createAccountOps } from './accounts.js';
 import { createDeliveryWriter } from './delivery.js';
 import { createFolderOps } from './folders.js';
@@ -58,10 +58,18 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     changesSince,
 
     async syncChanges(mailboxId: number, modseq: number): Promise<Change[] | null> {
-      // Changes first, then the prune mark: a prune that ran before the first read is seen by the second.
-      const changes = await changesSince(mailboxId, modseq);
-      const box = (await core.reads('mailboxes').where({ id: mailboxId }).first('changes_pruned_modseq')) as { changes_pruned_modseq: number } | undefined;
-      return box && modseq < box.changes_pruned_modseq ? null : changes;
+      // The changes and the prune mark in one statement (one snapshot: a prune either ran before it, and its mark
+      // is seen, or after, and the changes are whole); a row with no change when there is none. Every session
+      // that saw a change runs this before its next command's answer: one trip, not two.
+      const rows = await queryRows<ChangeRow & { pruned: number; kind: ChangeRow['kind'] | null }>(
+        core.reads,
+        `SELECT b.changes_pruned_modseq AS pruned, c.mailbox_id, c.modseq, c.folder_id, c.kind, c.uid, c.flags, c.path
+           FROM mailboxes b LEFT JOIN mail_changes c ON c.mailbox_id = b.id AND c.modseq > ?
+          WHERE b.id = ? ORDER BY c.modseq, c.id`,
+        [modseq, mailboxId],
+      );
+      if (rows.length > 0 && modseq < rows[0]!.pruned) return null;
+      return rows.filter((r) => r.kind !== null).map(toChange);
     },
 
     async pruneChanges(before: Date, limit = CHANGE_PRUNE_BATCH): Promise<number> {

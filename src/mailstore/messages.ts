@@ -1,35 +1,25 @@
 // Messages of a folder: list (one indexed range scan), read, flags (CONDSTORE UNCHANGEDSINCE), copy, move,
-// expunge. Each change is one transaction that takes one MODSEQ of the mailbox for the whole operation and
-// writes a change row per message.
+// expunge. Each change takes one MODSEQ of the mailbox for the whole operation and writes a change row per
+// message; the changes of concurrent callers share write transactions (message-writer.ts).
 import type { Tx } from '../db/index.js';
-import { recordVanished } from './vanished.js';
-import { applyFlags, decodeFlags, encodeFlags, normalizeFlags, sameFlags } from './flags.js';
+import { messageWriterOf, type MessageOp } from './message-writer.js';
+import { decodeFlags, normalizeFlags } from './flags.js';
 import {
-  announce,
-  changeRow,
-  folderById,
-  insertRows,
-  loadMailbox,
-  nextModseq,
-  overQuota,
-  saveMailboxes,
   selectIn,
   toMeta,
   META_COLUMNS,
   unique,
   type Core,
-  type FolderRow,
   type MailboxState,
   type MessageRow,
-  type Pending,
 } from './rows.js';
-import { MailStoreError, type Change, type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SortKeys, type SortRow, type SummaryRow } from './types.js';
+import { type FlagMode, type FlagUpdate, type FolderIndex, type ListOptions, type MessageMeta, type MessageState, type SortKeys, type SortRow, type SummaryRow } from './types.js';
 
 /**
- * Deletes message rows (all of one mailbox), drops their blob references and their bytes from the quota.
- * With `expunge`, writes an expunge change per message at that MODSEQ.
+ * Deletes message rows (all of one mailbox; a folder's deletion: its `deleted` change says it all), drops their
+ * blob references (by trigger, migration 006) and their bytes from the quota.
  */
-export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[], expunge?: { modseq: number; pending: Pending[]; at: number }): Promise<void> {
+export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const byFolder = new Map<number, number[]>();
   for (const r of rows) {
@@ -42,72 +32,11 @@ export async function removeMessages(trx: Tx, m: MailboxState, rows: MessageRow[
   for (const [folderId, uids] of byFolder) {
     for (let i = 0; i < uids.length; i += 5_000) await trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', uids.slice(i, i + 5_000)).delete();
   }
-  // The sources' reference counts follow by trigger (migration 006).
-  if (expunge) {
-    const changes = rows.map((r): Change => ({ modseq: expunge.modseq, folderId: r.folder_id, kind: 'expunge', uid: r.uid }));
-    await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, expunge.at)));
-    expunge.pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
-    for (const folderId of byFolder.keys()) await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: expunge.modseq });
-    for (const [folderId, uids] of byFolder) await recordVanished(trx, folderId, uids.sort((a, b) => a - b), expunge.modseq);
-  }
-}
-
-async function messagesOf(trx: Tx, folderId: number, uids: number[]): Promise<MessageRow[]> {
-  const rows = await selectIn<MessageRow, number>(unique(uids), (c) => trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', c));
-  return rows.sort((a, b) => a.uid - b.uid);
-}
-
-/** Inserts copies of `rows` at the end of `dest` (new UIDs, same flags, dates and blobs); one MODSEQ. */
-async function copyInto(trx: Tx, rows: MessageRow[], dest: FolderRow, m: MailboxState, pending: Pending[], checkQuota: boolean, at: number): Promise<Array<[number, number]>> {
-  if (rows.length === 0) return [];
-  const total = rows.reduce((n, r) => n + r.size, 0);
-  if (checkQuota && overQuota(m, total)) throw new MailStoreError('Mailbox is over quota', 'quota_exceeded');
-  const modseq = nextModseq(m);
-  m.used += total;
-  let uid = dest.uid_next;
-  const pairs: Array<[number, number]> = [];
-  const inserts: MessageRow[] = [];
-  for (const r of rows) {
-    pairs.push([r.uid, uid]);
-    inserts.push({ folder_id: dest.id, uid, modseq, flags: r.flags, internal_date: r.internal_date, size: r.size, blob_id: r.blob_id, summary: r.summary!, sort_keys: r.sort_keys ?? null, saved_ms: at });
-    uid++;
-  }
-  await insertRows(trx, 'mail_messages', inserts);
-  await trx('mail_folders').where({ id: dest.id }).update({ uid_next: uid, highest_modseq: modseq });
-  const changes = inserts.map((r): Change => ({ modseq, folderId: dest.id, kind: 'append', uid: r.uid }));
-  await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, at)));
-  pending.push(...changes.map((change) => ({ mailboxId: m.id, change })));
-  return pairs;
 }
 
 export function createMessageOps(core: Core) {
-  async function inTx<T>(fn: (trx: Tx, pending: Pending[]) => Promise<T>): Promise<T> {
-    const pending: Pending[] = [];
-    const out = await core.db.transaction((trx) => fn(trx, pending));
-    announce(core, pending);
-    return out;
-  }
-
-  async function transfer(folderId: number, uids: number[], toFolderId: number, move: boolean) {
-    return inTx(async (trx, pending) => {
-      const src = await folderById(trx, folderId);
-      const dest = await folderById(trx, toFolderId);
-      const srcBox = await loadMailbox(trx, src.mailbox_id);
-      const destBox = src.mailbox_id === dest.mailbox_id ? srcBox : await loadMailbox(trx, dest.mailbox_id);
-      const rows = await messagesOf(trx, folderId, uids);
-      // A move into the folder the messages are in is allowed, as COPY into it is (RFC 3501 §6.4.7): they get
-      // new UIDs at its end and the old ones are expunged (RFC 6851 §3: COPY, then expunge the originals).
-      // mbsync with a Trash folder moves a \Deleted message of the Trash "to the Trash".
-      // A move inside one mailbox does not change its usage: no quota check.
-      const at = core.clock.now().getTime();
-      const pairs = await copyInto(trx, rows, dest, destBox, pending, !(move && srcBox === destBox), at);
-      if (move && rows.length > 0) {
-        await removeMessages(trx, srcBox, rows, { modseq: srcBox === destBox ? srcBox.modseq : nextModseq(srcBox), pending, at });
-      }
-      await saveMailboxes(core, trx, srcBox === destBox ? [srcBox] : [srcBox, destBox]);
-      return { uidValidity: dest.uid_validity, pairs };
-    });
-  }
+  // STORE, COPY, MOVE and EXPUNGE of every session share write transactions (message-writer.ts).
+  const submit = messageWriterOf(core);
 
   /** Rows as the driver gives them, flags decoded in place (no second object per row: these run per FETCH). */
   async function leanRows<T extends { uid: number }>(folderId: number, opts: { uids?: number[]; uidRange?: [number, number] }, from: string, columns: string[]): Promise<T[]> {
@@ -205,65 +134,21 @@ export function createMessageOps(core: Core) {
 
     async setFlags(folderId: number, uids: number[], mode: FlagMode, flags: string[], opts: { unchangedSince?: number } = {}): Promise<FlagUpdate> {
       const change = normalizeFlags(flags);
-      return inTx(async (trx, pending) => {
-        const folder = await folderById(trx, folderId);
-        const m = await loadMailbox(trx, folder.mailbox_id);
-        const rows = await messagesOf(trx, folderId, uids);
-        const modified: number[] = [];
-        const changed: Array<{ row: MessageRow; flags: string[] }> = [];
-        for (const row of rows) {
-          // RFC 7162 §3.2: a message changed after UNCHANGEDSINCE is not touched and is reported as MODIFIED.
-          if (opts.unchangedSince !== undefined && row.modseq > opts.unchangedSince) {
-            modified.push(row.uid);
-            continue;
-          }
-          const current = row.flags ? row.flags.split(' ') : [];
-          const next = applyFlags(current, mode, change);
-          if (!sameFlags(current, next)) changed.push({ row, flags: next });
-        }
-        if (changed.length === 0) return { updated: [], modified };
-        const modseq = nextModseq(m);
-        const groups = new Map<string, number[]>();
-        for (const c of changed) {
-          const key = encodeFlags(c.flags);
-          const list = groups.get(key);
-          if (list) list.push(c.row.uid);
-          else groups.set(key, [c.row.uid]);
-        }
-        for (const [key, list] of groups) {
-          for (let i = 0; i < list.length; i += 5_000) {
-            await trx('mail_messages').where({ folder_id: folderId }).whereIn('uid', list.slice(i, i + 5_000)).update({ flags: key, modseq });
-          }
-        }
-        await trx('mail_folders').where({ id: folderId }).update({ highest_modseq: modseq });
-        const changes = changed.map((c): Change => ({ modseq, folderId, kind: 'flags', uid: c.row.uid, flags: c.flags }));
-        await insertRows(trx, 'mail_changes', changes.map((c) => changeRow(m.id, c, core.clock.now().getTime())));
-        pending.push(...changes.map((ch) => ({ mailboxId: m.id, change: ch })));
-        await saveMailboxes(core, trx, [m]);
-        return { updated: changed.map((c) => toMeta({ ...c.row, flags: encodeFlags(c.flags), modseq, summary: undefined })), modified };
-      });
+      const op: MessageOp = { kind: 'flags', folderId, uids, mode, flags: change };
+      if (opts.unchangedSince !== undefined) op.unchangedSince = opts.unchangedSince;
+      return submit<FlagUpdate>(op);
     },
 
     copy(folderId: number, uids: number[], toFolderId: number) {
-      return transfer(folderId, uids, toFolderId, false);
+      return submit<{ uidValidity: number; pairs: Array<[number, number]> }>({ kind: 'transfer', folderId, uids, toFolderId, move: false });
     },
 
     move(folderId: number, uids: number[], toFolderId: number) {
-      return transfer(folderId, uids, toFolderId, true);
+      return submit<{ uidValidity: number; pairs: Array<[number, number]> }>({ kind: 'transfer', folderId, uids, toFolderId, move: true });
     },
 
     async expunge(folderId: number, uids?: number[]): Promise<number[]> {
-      return inTx(async (trx, pending) => {
-        const folder = await folderById(trx, folderId);
-        const m = await loadMailbox(trx, folder.mailbox_id);
-        const rows = uids
-          ? await messagesOf(trx, folderId, uids)
-          : ((await trx('mail_messages').where({ folder_id: folderId }).andWhereRaw("(' ' || flags || ' ') LIKE '% \\Deleted %'").orderBy('uid')) as MessageRow[]);
-        if (rows.length === 0) return [];
-        await removeMessages(trx, m, rows, { modseq: nextModseq(m), pending, at: core.clock.now().getTime() });
-        await saveMailboxes(core, trx, [m]);
-        return rows.map((r) => r.uid);
-      });
+      return submit<number[]>(uids ? { kind: 'expunge', folderId, uids } : { kind: 'expunge', folderId });
     },
   };
 }

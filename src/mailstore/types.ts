@@ -327,7 +327,8 @@ export interface MailStore {
 
   // Folders
   listFolders(mailboxId: number): Promise<Folder[]>;
-  getFolder(mailboxId: number, path: string): Promise<Folder | null>;
+  /** With `counts: false` its message counts are not read (0): SELECT, APPEND and COPY need the folder's state only. */
+  getFolder(mailboxId: number, path: string, opts?: { counts?: boolean }): Promise<Folder | null>;
   /** A folder by id (e.g. from a change or a StoredCopy), or null. */
   getFolderById(folderId: number): Promise<Folder | null>;
   /**

@@ -9,7 +9,7 @@ import { AUTH, no, ok, type CommandSpec, type Result } from './types.js';
 /** The mailbox an APPEND stores into, or why it cannot. */
 async function appendTarget(s: Session, mailbox: string): Promise<MailboxTarget | Result> {
   const target = await s.resolve(mailbox);
-  const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+  const folder = target ? await s.store.getFolder(target.mailboxId, target.path, { counts: false }) : null;
   if (!target || !folder) return no('No such mailbox', 'TRYCREATE');
   if (target.access === 'read') return no('Shared mailbox is read-only', 'NOPERM');
   return target;

@@ -11,7 +11,7 @@ async function transfer(s: Session, cmd: { uid: boolean; set: SequenceSet; mailb
   if (!cmd.uid && seqOutOfRange(cmd.set, view.count)) return bad('Invalid message sequence number');
   if (move && view.readOnly) return no('Mailbox is read-only', 'READ-ONLY');
   const target = await s.resolve(cmd.mailbox);
-  const dest = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+  const dest = target ? await s.store.getFolder(target.mailboxId, target.path, { counts: false }) : null;
   if (!target || !dest) return no('No such mailbox', 'TRYCREATE');
   if (target.access === 'read') return no('Shared mailbox is read-only', 'NOPERM');
   const uids = view.positions(cmd.set, cmd.uid).map((p) => view.uid(p)).filter((u) => !view.pendingExpunge.has(u));

@@ -21,7 +21,7 @@ async function open(s: Session, cmd: CommandOf<'SELECT' | 'EXAMINE'>, readOnly: 
   s.deselect();
   if (condstore) s.condstore = true;
   const target = await s.resolve(name);
-  const folder = target ? await s.store.getFolder(target.mailboxId, target.path) : null;
+  const folder = target ? await s.store.getFolder(target.mailboxId, target.path, { counts: false }) : null;
   if (!target || !folder) return no('No such mailbox', 'NONEXISTENT');
   // UIDs and MODSEQs only (typed arrays), the first unseen message and the keywords: no message rows.
   const index = await s.store.folderIndex(folder.id);
