@@ -315,12 +315,19 @@ interface ParsedVersion {
   html: ParsedPart;
   text: ParsedPart | null;
   variables: string[];
+  /** What it holds in memory, estimated from its source (the parsed form is a few times the text). */
+  bytes: number;
 }
+/** Parsed versions kept at most, in bytes (a 1 MiB template counts ~PARSED_PER_SOURCE_BYTE MiB). */
+export const PARSED_TEMPLATE_CACHE_BYTES = 16 * 1024 * 1024;
+/** Heap per byte of template source once parsed by Liquid (measured: see docs/PERFORMANCE.md, caches). */
+const PARSED_PER_SOURCE_BYTE = 6;
 // Keyed by template id and version, which never change once written: nothing to forget but by time and size.
+// Sized from the source, not by walking the parsed form (Liquid's templates refer to the shared engine).
 const parsedCaches = new WeakMap<AppContext, ForgetfulCache<string, ParsedVersion>>();
 function parsedCache(ctx: AppContext): ForgetfulCache<string, ParsedVersion> {
   let cache = parsedCaches.get(ctx);
-  if (!cache) parsedCaches.set(ctx, (cache = new ForgetfulCache(10 * 60_000, 2_000)));
+  if (!cache) parsedCaches.set(ctx, (cache = new ForgetfulCache(10 * 60_000, 2_000, PARSED_TEMPLATE_CACHE_BYTES, (key, v) => key.length + v.bytes)));
   return cache;
 }
 
@@ -330,6 +337,7 @@ function parseVersion(v: VersionRow): ParsedVersion {
     html: parsePart('html', v.html),
     text: v.text === null ? null : parsePart('text', v.text),
     variables: JSON.parse(v.variables) as string[],
+    bytes: 1024 + PARSED_PER_SOURCE_BYTE * (v.subject.length + v.html.length + (v.text?.length ?? 0)),
   };
 }
 
