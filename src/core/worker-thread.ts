@@ -5,16 +5,21 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 
-/** A started, unref'd worker running module `name` from the folder of `callerUrl` (the caller's import.meta.url). */
-export function startWorkerBeside(callerUrl: string, name: string, workerData: unknown): Worker {
+/**
+ * A started, unref'd worker running module `name` from the folder of `callerUrl` (the caller's import.meta.url).
+ * `resourceLimits` caps its V8 heap: a thread that goes past it ends with ERR_WORKER_OUT_OF_MEMORY, which its pool
+ * treats as any thread's death (rejects what it held, starts another), instead of growing the process.
+ */
+export function startWorkerBeside(callerUrl: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
   const ext = extname(fileURLToPath(callerUrl));
   const url = new URL(`./${name}${ext}`, callerUrl).href;
+  const options = { workerData, ...(resourceLimits ? { resourceLimits } : {}) };
   const worker =
     ext === '.ts'
-      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })
-      : new Worker(new URL(url), { workerData });
+      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, ...options })
+      : new Worker(new URL(url), options);
   worker.unref();
   return worker;
 }
