@@ -12,7 +12,7 @@
 //     (mailauth checks each against the loopback DNS);
 //   - IMAP: --imap sessions over implicit TLS doing bench:imap's mix on the first mailbox (which the inbound
 //     stream keeps filling);
-//   - webhooks: one endpoint for email.delivered and email.received, answered 200 by the receiver.
+//   - webhooks: one endpoint for email.delivered and email.inbound, answered 200 by the receiver.
 // Every 10 s it prints the appliance's PSS and RSS (/proc/<pid>/smaps_rollup: every thread), each isolate's JS
 // heap used/total (GET /metrics with MAIL_METRICS_TOKEN: mail_thread_heap_*), external and array-buffer memory,
 // the event-loop lag p99 and each stream's rate. Then the load stops; --after seconds later the PSS is compared
@@ -453,7 +453,7 @@ async function soakMain(o: Options): Promise<void> {
       const r = await call('POST', '/mailboxes', { address: `user${i}@${INBOX_DOMAIN}`, password: `soak password ${i}` });
       if (r.status !== 201) throw new Error(`POST /mailboxes: ${r.status} ${r.body}`);
     }
-    const wh = await call('POST', '/webhooks', { url: `http://127.0.0.1:${hookPort}/hook`, events: ['email.delivered', 'email.received'] });
+    const wh = await call('POST', '/webhooks', { url: `http://127.0.0.1:${hookPort}/hook`, events: ['email.delivered', 'email.inbound'] });
     if (wh.status !== 201) throw new Error(`POST /webhooks: ${wh.status} ${wh.body}`);
 
     console.log(`bench:soak — ${o.sends} sends/s, ${o.inbound} inbound/s to ${MAILBOXES} mailboxes, ${o.imap} IMAP sessions, webhooks; ${o.minutes} min, then ${o.after} s idle; node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}`);
