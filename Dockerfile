@@ -34,17 +34,26 @@ RUN npm run build \
 
 # ---- runtime: compiled JavaScript, production node_modules, config, launcher; runs as `node` ----
 FROM node:26-trixie-slim
-# - setcap lets the unprivileged `node` user bind the mail ports below 1024 (25, 110, 143, 465, 587,
-#   993, 995) whatever the runtime's ip_unprivileged_port_start is. Docker's default capability set
-#   includes NET_BIND_SERVICE; a container started with `--cap-drop ALL` must `--cap-add NET_BIND_SERVICE`
-#   (or set every MAIL_*_PORT to 1024 or above). A binary with file capabilities runs in glibc's secure
-#   mode, in which Node ignores NODE_OPTIONS and NODE_EXTRA_CA_CERTS; MAIL_* variables are unaffected.
+# - Ports below 1024 for the unprivileged `node` user: the image starts through a copy of util-linux's setpriv
+#   that carries the file capability cap_net_bind_service (permitted only), and setpriv starts `npm start` with
+#   that capability raised as an *ambient* capability (inheritable + ambient sets), which every process it runs
+#   (npm, bash, node) keeps across exec. node itself has no file capabilities, so the kernel does not mark its
+#   exec as secure (AT_SECURE) and glibc honours MALLOC_* below (and Node honours NODE_OPTIONS and
+#   NODE_EXTRA_CA_CERTS); a `setcap` on node, as before, put glibc in secure mode, where MALLOC_* are ignored.
+#   `sysctl net.ipv4.ip_unprivileged_port_start=0` would need no capability at all, but it is a setting of the
+#   network namespace that the container cannot write as the `node` user (only the runtime sets it: `docker run
+#   --sysctl ...`), so the image cannot rely on it. Docker's default capability set includes
+#   NET_BIND_SERVICE; a container started with `--cap-drop ALL` must `--cap-add NET_BIND_SERVICE`.
+# - MALLOC_ARENA_MAX=2: glibc gives each busy thread its own arena (up to 8 per core) and never returns an arena;
+#   two bound the memory a burst of worker and libuv threads leaves behind (see docs/PERFORMANCE.md, Memory).
 # - The `node` user (uid 1000) comes with the official image; it is created only if a base lacks it.
 # - /data belongs to `node`, so a fresh named volume starts writable. A bind mount keeps the host
 #   folder's owner: `chown 1000:1000` it first.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libcap2-bin \
- && setcap cap_net_bind_service=+ep "$(readlink -f "$(command -v node)")" \
+ && (command -v setpriv >/dev/null || apt-get install -y --no-install-recommends setpriv) \
+ && install -m 0755 "$(command -v setpriv)" /usr/local/bin/setpriv-net-bind \
+ && setcap cap_net_bind_service=p /usr/local/bin/setpriv-net-bind \
  && apt-get purge -y --auto-remove libcap2-bin \
  && rm -rf /var/lib/apt/lists/* \
  && (id -u node >/dev/null 2>&1 || (groupadd --gid 1000 node && useradd --uid 1000 --gid node --create-home --shell /bin/bash node)) \
@@ -62,7 +71,8 @@ ENV NODE_ENV=production \
     MAIL_IMAP_PORT=143 \
     MAIL_IMAPS_PORT=993 \
     MAIL_POP3_PORT=110 \
-    MAIL_POP3S_PORT=995
+    MAIL_POP3S_PORT=995 \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 # Application files stay owned by root: the process can read them but only writes to /data.
 COPY --from=build /app/package.json ./package.json
@@ -86,5 +96,7 @@ STOPSIGNAL SIGTERM
 # It asks loopback unless MAIL_BIND names one specific address.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
   CMD ["node", "--input-type=commonjs", "-e", "const b = (process.env.MAIL_BIND || '').replace(/^\\[|\\]$/g, ''); const host = ['', '0.0.0.0', '::'].includes(b) ? '127.0.0.1' : b; const req = require('node:http').get({ host, port: Number(process.env.MAIL_API_PORT || 3000), path: '/health', timeout: 8000 }, (res) => process.exit(res.statusCode === 200 ? 0 : 1)); req.on('timeout', () => req.destroy(new Error('timeout'))); req.on('error', () => process.exit(1));"]
-# The README's start command.
+# The README's start command, with cap_net_bind_service as an ambient capability (see above). Arguments given
+# to `docker run IMAGE …` replace CMD and run the same way.
+ENTRYPOINT ["/usr/local/bin/setpriv-net-bind", "--inh-caps=+net_bind_service", "--ambient-caps=+net_bind_service", "--"]
 CMD ["npm", "start"]

@@ -12,7 +12,7 @@
 //     (mailauth checks each against the loopback DNS);
 //   - IMAP: --imap sessions over implicit TLS doing bench:imap's mix on the first mailbox (which the inbound
 //     stream keeps filling);
-//   - webhooks: one endpoint for email.delivered and email.received, answered 200 by the receiver.
+//   - webhooks: one endpoint for email.delivered and email.inbound, answered 200 by the receiver.
 // Every 10 s it prints the appliance's PSS and RSS (/proc/<pid>/smaps_rollup: every thread), each isolate's JS
 // heap used/total (GET /metrics with MAIL_METRICS_TOKEN: mail_thread_heap_*), external and array-buffer memory,
 // the event-loop lag p99 and each stream's rate. Then the load stops; --after seconds later the PSS is compared
@@ -22,6 +22,7 @@
 // stopped with SIGTERM; then one start on a seeded data dir (100,000 sent emails and 10 mailboxes of 10,000
 // messages, built once through the appliance's own send path and mail store and kept in the temp dir).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -85,7 +86,12 @@ interface Running {
   ports: Record<string, number>;
   api: string;
   stop(): Promise<void>;
+  /** From spawn to the first answer of GET /health. */
+  startMs: number;
 }
+
+/** How long a start may take before /health answers (a start on a large data dir of an older version migrates it). */
+const startWaitMs = 300_000;
 
 /** The appliance as `npm start` runs it, on `dataDir`, every listener on a free loopback port. */
 async function launch(dataDir: string, env: Record<string, string>): Promise<Running> {
@@ -101,6 +107,8 @@ async function launch(dataDir: string, env: Record<string, string>): Promise<Run
       MAIL_HOSTNAME: 'mx.soak.test',
       MAIL_LOG_LEVEL: 'warn',
       ...Object.fromEntries(names.map((n) => [`MAIL_${n}_PORT`, String(ports[n])])),
+      // The allocator's settings when the caller gives them (to compare them): MALLOC_ARENA_MAX=2 …
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_')) as Array<[string, string]>),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -108,20 +116,29 @@ async function launch(dataDir: string, env: Record<string, string>): Promise<Run
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4000)));
   const api = `http://127.0.0.1:${ports.API}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the appliance exited (${child.exitCode}): ${out}`);
-    const ok = await fetch(`${api}/health`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (i > 600) throw new Error('the appliance did not answer /health in 60 s');
-    await sleep(100);
-  }
   const stop = async () => {
-    if (child.exitCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
   };
-  return { child, ports, api, stop };
+  const t0 = Date.now();
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`the appliance exited (${child.exitCode}): ${out}`);
+      const ok = await fetch(`${api}/health`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (Date.now() - t0 > startWaitMs) throw new Error(`the appliance did not answer /health in ${startWaitMs / 1000} s`);
+      await sleep(100);
+    }
+  } catch (err) {
+    // Never leave it running: it would go on writing to this process's pipe (EPIPE once this process is gone)
+    // and into a data dir the caller is about to remove.
+    await stop();
+    throw err;
+  }
+  const startMs = Date.now() - t0;
+  return { child, ports, api, stop, startMs };
 }
 
 /** Idle PSS after `settle` seconds (the mean of the last three 1 s samples). */
@@ -142,8 +159,10 @@ const SEED_VERSION = 1;
 
 /** The seeded data dir (built once per migration set, then copied): 100,000 sent emails, 10 mailboxes × 10,000. */
 async function seededDir(): Promise<string> {
+  // Keyed by the whole migration list: a seed made by an older schema would be migrated by the measured start
+  // (the 100,000 messages' FTS and sort-key backfills), which is an upgrade, not an idle start.
   const migrations = readdirSync(path.join(root, 'src/db/migrations')).sort().join(',');
-  const key = Buffer.from(`${SEED_VERSION}:${migrations}`).toString('base64url').slice(-24);
+  const key = createHash('sha256').update(`${SEED_VERSION}:${migrations}`).digest('base64url').slice(0, 16);
   const seed = path.join(os.tmpdir(), `mail-bench-seed-${key}`);
   if (existsSync(path.join(seed, 'done'))) return seed;
   rmSync(seed, { recursive: true, force: true });
@@ -210,10 +229,9 @@ async function idleMain(o: Options): Promise<void> {
   try {
     for (let i = 1; i <= o.starts; i++) {
       const app = await launch(empty, {});
-      const m = await idlePss(app.child.pid!, o.settle);
-      await app.stop();
+      const m = await idlePss(app.child.pid!, o.settle).finally(app.stop);
       rows.push({ what: `empty data dir, start ${i}${i === 1 ? ' (first: creates it)' : ''}`, ...m, target: 120 });
-      console.log(`${rows.at(-1)!.what}: PSS ${mib(m.pss)} MiB, RSS ${mib(m.rss)} MiB`);
+      console.log(`${rows.at(-1)!.what}: PSS ${mib(m.pss)} MiB, RSS ${mib(m.rss)} MiB (/health after ${(app.startMs / 1000).toFixed(1)} s)`);
     }
   } finally {
     rmSync(empty, { recursive: true, force: true });
@@ -223,10 +241,9 @@ async function idleMain(o: Options): Promise<void> {
   try {
     cpSync(seed, copy, { recursive: true });
     const app = await launch(copy, {});
-    const m = await idlePss(app.child.pid!, o.settle);
-    await app.stop();
+    const m = await idlePss(app.child.pid!, o.settle).finally(app.stop);
     rows.push({ what: 'seeded: 100,000 emails, 10 × 10,000 messages', ...m, target: 140 });
-    console.log(`${rows.at(-1)!.what}: PSS ${mib(m.pss)} MiB, RSS ${mib(m.rss)} MiB`);
+    console.log(`${rows.at(-1)!.what}: PSS ${mib(m.pss)} MiB, RSS ${mib(m.rss)} MiB (/health after ${(app.startMs / 1000).toFixed(1)} s)`);
   } finally {
     rmSync(copy, { recursive: true, force: true });
   }
@@ -436,7 +453,7 @@ async function soakMain(o: Options): Promise<void> {
       const r = await call('POST', '/mailboxes', { address: `user${i}@${INBOX_DOMAIN}`, password: `soak password ${i}` });
       if (r.status !== 201) throw new Error(`POST /mailboxes: ${r.status} ${r.body}`);
     }
-    const wh = await call('POST', '/webhooks', { url: `http://127.0.0.1:${hookPort}/hook`, events: ['email.delivered', 'email.received'] });
+    const wh = await call('POST', '/webhooks', { url: `http://127.0.0.1:${hookPort}/hook`, events: ['email.delivered', 'email.inbound'] });
     if (wh.status !== 201) throw new Error(`POST /webhooks: ${wh.status} ${wh.body}`);
 
     console.log(`bench:soak — ${o.sends} sends/s, ${o.inbound} inbound/s to ${MAILBOXES} mailboxes, ${o.imap} IMAP sessions, webhooks; ${o.minutes} min, then ${o.after} s idle; node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}`);

@@ -13,8 +13,10 @@ export function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 }
 
-/** Opened values kept by a SecretBox (DKIM keys and webhook secrets in use: a few per domain and endpoint). */
+/** Opened values kept by a SecretBox (DKIM keys and webhook secrets in use: a few per domain and endpoint)… */
 const OPENED_MAX = 1024;
+/** …and their bytes, sealed and opened text (a DKIM key ~5 KiB both; one over an eighth of this is not kept). */
+export const OPENED_MAX_BYTES = 2 * 1024 * 1024;
 
 /**
  * AES-256-GCM with the box's master key. Sealed values look like `v1.<iv>.<tag>.<ciphertext>` (base64url).
@@ -24,6 +26,7 @@ const OPENED_MAX = 1024;
 export class SecretBox {
   private readonly key: Buffer;
   private readonly opened = new Map<string, string>();
+  private openedBytes = 0;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('master key must be 32 bytes');
@@ -39,6 +42,11 @@ export class SecretBox {
     return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `mail-appliance/${purpose}`, 32));
   }
 
+  /** What the opened values held now take (entries, bytes). */
+  get openedSize(): { entries: number; bytes: number } {
+    return { entries: this.opened.size, bytes: this.openedBytes };
+  }
+
   seal(plaintext: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
@@ -50,8 +58,14 @@ export class SecretBox {
     const known = this.opened.get(sealed);
     if (known !== undefined) return known;
     const plain = this.decrypt(sealed);
-    if (this.opened.size >= OPENED_MAX) this.opened.clear();
+    const bytes = 64 + sealed.length + plain.length;
+    if (bytes > OPENED_MAX_BYTES / 8) return plain;
+    if (this.opened.size >= OPENED_MAX || this.openedBytes + bytes > OPENED_MAX_BYTES) {
+      this.opened.clear();
+      this.openedBytes = 0;
+    }
     this.opened.set(sealed, plain);
+    this.openedBytes += bytes;
     return plain;
   }
 

@@ -5,16 +5,30 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 
-/** A started, unref'd worker running module `name` from the folder of `callerUrl` (the caller's import.meta.url). */
-export function startWorkerBeside(callerUrl: string, name: string, workerData: unknown): Worker {
+/**
+ * The old-generation heap a render or inbound-authentication thread may use. Measured under bench:soak
+ * (2026-11-29): a render thread 13–15 MiB used (17–19 MiB total), the auth thread 19–21 MiB (22–24 MiB); the
+ * cap leaves room for the largest message (25 MiB of attachments is ~70 MB of strings while it is composed)
+ * and stops a runaway thread long before V8's default (a share of the machine's RAM), so that one message
+ * cannot grow the process past what the box was sized for.
+ */
+export const WORKER_OLD_GENERATION_MB = 256;
+
+/**
+ * A started, unref'd worker running module `name` from the folder of `callerUrl` (the caller's import.meta.url).
+ * `resourceLimits` caps its V8 heap: a thread that goes past it ends with ERR_WORKER_OUT_OF_MEMORY, which its pool
+ * treats as any thread's death (rejects what it held, starts another), instead of growing the process.
+ */
+export function startWorkerBeside(callerUrl: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
   const ext = extname(fileURLToPath(callerUrl));
   const url = new URL(`./${name}${ext}`, callerUrl).href;
+  const options = { workerData, ...(resourceLimits ? { resourceLimits } : {}) };
   const worker =
     ext === '.ts'
-      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, workerData })
-      : new Worker(new URL(url), { workerData });
+      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); });`, { eval: true, ...options })
+      : new Worker(new URL(url), options);
   worker.unref();
   return worker;
 }

@@ -1,8 +1,14 @@
 // A short-lived answer cache for the look-ups mailauth makes on inbound mail (SPF, DKIM keys, DMARC
 // policies, ARC): a burst of mail from one sender asks the same few names again and again, as a local
 // caching resolver would absorb. Answers and "no such record" answers are kept for `ttlMs`; failures
-// (timeouts, SERVFAIL) are not kept; identical look-ups in flight share one query. Bounded in size.
+// (timeouts, SERVFAIL) are not kept; identical look-ups in flight share one query. Bounded in entries and in
+// bytes (a TXT answer can be tens of KiB): the oldest answers go first; one larger than an eighth of the ceiling
+// is not kept.
+import { approxBytes } from '../core/byte-size.js';
 import { isNoData, type DnsResolver } from './resolver.js';
+
+/** The answers' ceiling in bytes (an SPF/DKIM/DMARC answer is 0.2–2 KiB). */
+export const DNS_CACHE_BYTES = 4 * 1024 * 1024;
 
 export type RawLookup = (name: string, rrtype: string) => Promise<unknown>;
 
@@ -19,8 +25,15 @@ function ownError(error: unknown): unknown {
   return copy;
 }
 
-export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_000, maxEntries = 10_000): RawLookup {
-  const cache = new Map<string, { until: number; value?: unknown; error?: unknown }>();
+export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_000, maxEntries = 10_000, maxBytes = DNS_CACHE_BYTES): RawLookup {
+  const cache = new Map<string, { until: number; bytes: number; value?: unknown; error?: unknown }>();
+  let held = 0;
+  const drop = (key: string) => {
+    const old = cache.get(key);
+    if (!old) return;
+    cache.delete(key);
+    held -= old.bytes;
+  };
   const inFlight = new Map<string, Promise<unknown>>();
   return (name, rrtype) => {
     const key = `${rrtype} ${name.toLowerCase()}`;
@@ -29,8 +42,12 @@ export function cachedLookups(dns: DnsResolver, now: () => number, ttlMs = 30_00
     let p = inFlight.get(key);
     if (!p) {
       const store = (entry: { value?: unknown; error?: unknown }) => {
-        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
-        cache.set(key, { until: now() + ttlMs, ...entry });
+        drop(key);
+        const bytes = approxBytes([key, entry.value ?? null], maxBytes / 8 + 1) + (entry.error === undefined ? 0 : 256);
+        if (bytes > maxBytes / 8) return;
+        while (cache.size > 0 && (cache.size >= maxEntries || held + bytes > maxBytes)) drop(cache.keys().next().value!);
+        cache.set(key, { until: now() + ttlMs, bytes, ...entry });
+        held += bytes;
       };
       p = dns.raw(name, rrtype).then(
         (value) => {

@@ -10,7 +10,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { LogLevel } from '../config.js';
 import type { Logger } from '../core/logger.js';
-import { startWorkerBeside } from '../core/worker-thread.js';
+import { startWorkerBeside, WORKER_OLD_GENERATION_MB } from '../core/worker-thread.js';
 import type { MtaSettings } from './deliver.js';
 import { composeMessage, htmlToText, type ComposeInput } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
@@ -284,7 +284,7 @@ export class RenderPool {
     const c = mta?.settings.connectionsPerHost ?? 0;
     const share = Math.max(1, Math.floor(c / this.size) + (index < c % this.size ? 1 : 0));
     const workerData: RenderWorkerData = { nice: this.nice, index, ...(mta ? { mta: { ...mta, settings: { ...mta.settings, connectionsPerHost: share } } } : {}) };
-    const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData);
+    const worker = startWorkerBeside(import.meta.url, 'render-worker', workerData, { maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB });
     const thread: Thread = { worker, index, idleSince: performance.now(), pending: new Map(), destinations: new Map() };
     this.retireTimer ??= setInterval(() => this.retireIdle(), Math.max(10, this.idleMs / 4)).unref();
     worker.on('message', (reply: RenderReply | { closed: true }) => {

@@ -51,3 +51,5 @@ export const RESPONSE_WRITE_BYTES = 64 * 1024;
 export const FETCH_BATCH = 1000;
 /** Parsed message summaries (ENVELOPE, BODYSTRUCTURE) kept per process, by content address. */
 export const SUMMARY_CACHE_ENTRIES = 50_000;
+/** …and at most this many bytes (a typical summary is 0.5–1.5 KiB: 50,000 of them fit; one of 4 MiB is not kept). */
+export const SUMMARY_CACHE_BYTES = 32 * 1024 * 1024;

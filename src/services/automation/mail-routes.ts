@@ -2,6 +2,7 @@
 // null MX, RFC 7505, refuses all mail), through the box's one resolver, each domain's answer kept a short while.
 // A batch of 1,000 addresses at 20 domains asks the DNS about 20 domains; the same domains asked again within
 // a minute, by any request, not at all. Answers are timed on the context's clock; failures are not kept.
+import { approxBytes } from '../../core/byte-size.js';
 import type { AppContext } from '../../context.js';
 import type { Clock } from '../../core/clock.js';
 import type { DnsResolver } from '../../dns/resolver.js';
@@ -26,8 +27,10 @@ export interface MailRoute {
 
 /** How long a domain's answer is kept: "briefly across requests". */
 export const ROUTE_TTL_MS = 60_000;
-/** Domains remembered at most (past it, expired ones are swept, or all forgotten). */
+/** Domains remembered at most (past it, expired ones are swept, or all forgotten)… */
 export const MAX_ROUTES = 10_000;
+/** …and bytes (an answer is ~100–500 bytes; a domain with a huge MX set, over an eighth of this, is not kept). */
+export const MAX_ROUTE_BYTES = 4 * 1024 * 1024;
 /** Look-ups in flight at once for one batch: 1,000 distinct domains do not become 1,000 queries at once. */
 export const LOOKUP_CONCURRENCY = 32;
 
@@ -47,8 +50,9 @@ async function lookUp(dns: DnsResolver, domain: string): Promise<MailRoute> {
 }
 
 class MailRouteCache {
-  private readonly answers = new Map<string, { route: MailRoute; expires: number }>();
+  private readonly answers = new Map<string, { route: MailRoute; expires: number; bytes: number }>();
   private readonly pending = new Map<string, Promise<MailRoute>>();
+  private held = 0;
 
   constructor(
     private readonly dns: DnsResolver,
@@ -60,8 +64,15 @@ class MailRouteCache {
     const hit = this.answers.get(domain);
     if (!hit) return undefined;
     if (hit.expires > this.clock.now().getTime()) return hit.route;
-    this.answers.delete(domain);
+    this.forget(domain);
     return undefined;
+  }
+
+  private forget(domain: string): void {
+    const old = this.answers.get(domain);
+    if (!old) return;
+    this.answers.delete(domain);
+    this.held -= old.bytes;
   }
 
   /** One look-up per domain at a time, whoever asks. */
@@ -80,11 +91,18 @@ class MailRouteCache {
   private remember(domain: string, route: MailRoute): void {
     if (route.status === 'lookup_failed') return; // the next request asks again
     const now = this.clock.now().getTime();
-    if (this.answers.size >= MAX_ROUTES) {
-      for (const [k, v] of this.answers) if (v.expires <= now) this.answers.delete(k);
-      if (this.answers.size >= MAX_ROUTES) this.answers.clear();
+    this.forget(domain);
+    const bytes = approxBytes([domain, route], MAX_ROUTE_BYTES / 8 + 1);
+    if (bytes > MAX_ROUTE_BYTES / 8) return;
+    if (this.answers.size >= MAX_ROUTES || this.held + bytes > MAX_ROUTE_BYTES) {
+      for (const [k, v] of this.answers) if (v.expires <= now) this.forget(k);
+      if (this.answers.size >= MAX_ROUTES || this.held + bytes > MAX_ROUTE_BYTES) {
+        this.answers.clear();
+        this.held = 0;
+      }
     }
-    this.answers.set(domain, { route, expires: now + ROUTE_TTL_MS });
+    this.answers.set(domain, { route, expires: now + ROUTE_TTL_MS, bytes });
+    this.held += bytes;
   }
 }
 

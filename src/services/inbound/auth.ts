@@ -17,7 +17,7 @@ let mailauth: Promise<typeof import('mailauth')> | undefined;
 export const loadMailauth = () => (mailauth ??= import('mailauth'));
 import type { DnsServer } from '../../config.js';
 import type { Logger } from '../../core/logger.js';
-import { startWorkerBeside } from '../../core/worker-thread.js';
+import { startWorkerBeside, WORKER_OLD_GENERATION_MB } from '../../core/worker-thread.js';
 import type { RawLookup } from '../../dns/cached-lookups.js';
 
 /** What is checked: the message as received and its SMTP envelope. */
@@ -213,7 +213,7 @@ export class InboundAuthPool {
   }
 
   private spawn(): Thread {
-    const worker = startWorkerBeside(import.meta.url, 'auth-worker', this.data);
+    const worker = startWorkerBeside(import.meta.url, 'auth-worker', this.data, { maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB });
     const thread: Thread = { worker, idleSince: performance.now(), pending: new Map(), outbox: [] };
     this.retireTimer ??= setInterval(() => this.retireIdle(), Math.max(10, this.idleMs / 4)).unref();
     worker.on('message', (replies: AuthReply[] | { heap: unknown }) => {

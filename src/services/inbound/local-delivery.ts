@@ -26,7 +26,8 @@ type LocalRoute = Extract<RecipientRoute, { kind: 'mailbox' | 'webhook' }>;
 /** A recipient the box serves: its route, or why it cannot take the message now (a full mailbox). */
 export type LocalRecipient = { address: string; route: LocalRoute } | { address: string; full: true };
 
-const verifiedNamesOf = forgetfulCachePer<AppContext, 'verified', Set<string>>(5_000, 1, (ctx) => ctx.domainChanges);
+// One entry, every verified domain name: up to 16 MiB (~200,000 names); a box with more reads them per message.
+const verifiedNamesOf = forgetfulCachePer<AppContext, 'verified', Set<string>>(5_000, 1, (ctx) => ctx.domainChanges, 16 * 1024 * 1024);
 
 /** The names of the verified domains on the box (remembered a few seconds; forgotten on any domain change). */
 function verifiedNames(ctx: AppContext): Promise<Set<string>> {

@@ -141,13 +141,16 @@ interface Hit {
 const KEPT_MS = 60_000;
 const FACTS_KEPT = 20_000;
 const LINKS_KEPT = 2_000;
+/** Their ceilings in bytes (a recipient's facts ~0.5 KiB; an email's links are its URLs). */
+const FACTS_BYTES = 16 * 1024 * 1024;
+const LINKS_BYTES = 8 * 1024 * 1024;
 const MAX_BATCH = 1000;
 const CLAIMS_KEPT = 100_000;
 
 /** The tracker of one appliance: its batched reads and writes. Made once per context (`trackerOf`). */
 class Tracker {
-  private readonly facts = new ForgetfulCache<number, EmailFacts | null>(KEPT_MS, FACTS_KEPT);
-  private readonly links = new ForgetfulCache<number, string[] | null>(KEPT_MS, LINKS_KEPT);
+  private readonly facts = new ForgetfulCache<number, EmailFacts | null>(KEPT_MS, FACTS_KEPT, FACTS_BYTES);
+  private readonly links = new ForgetfulCache<number, string[] | null>(KEPT_MS, LINKS_KEPT, LINKS_BYTES);
   private readonly loadFacts: Batcher<number, EmailFacts | null>;
   private readonly loadLinks: Batcher<number, string[] | null>;
   private readonly write: (hit: Hit) => Promise<void>;
