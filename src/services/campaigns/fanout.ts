@@ -319,6 +319,8 @@ async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, w
   const tags = JSON.parse(row.tags) as string[];
   const inputs: SendEmailInput[] = [];
   const sent: PageRow[] = [];
+  // The page's own link for `{{ unsubscribe_url }}` is signed only when some part reads it (a template may).
+  const readsUrl = [...contents.values()].some((c) => c.template !== null || [c.subject, c.html, c.text].some((part) => part?.variables.includes('unsubscribe_url')));
   for (const [i, p] of page.entries()) {
     // Requests (a transactional POST /emails) get the event loop between slices of the page's rendering.
     if (i > 0 && i % RENDER_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -328,7 +330,7 @@ async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, w
     }
     const content = contents.get(p.variant ?? winnerIndex ?? -1)!;
     try {
-      const copy = renderCopy(content, mergeScope(p, contactUnsubscribeUrl(ctx, p, topic, at)));
+      const copy = renderCopy(content, mergeScope(p, readsUrl ? contactUnsubscribeUrl(ctx, p, topic, at) : null));
       inputs.push({
         from: row.from_header,
         to: [p.email],
