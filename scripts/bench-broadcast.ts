@@ -12,7 +12,7 @@
 // how long after its accept each transactional email reached the sink); the process's RSS before the broadcast
 // and its peak during it; the appliance's CPU per message sent (all its threads, and its main thread alone:
 // steadier than the rates on a shared machine); duplicates seen by the sink (by Message-ID).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -25,6 +25,7 @@ const HOSTNAME = 'mx.bench.test';
 const SENDER_DOMAIN = 'bench-sender.example';
 const DEST_DOMAIN = 'bench-dest.example';
 const DEST_MX = 'mx.bench-dest.example';
+const METRICS_TOKEN = 'bench-broadcast-metrics-token';
 
 interface Options {
   contacts: number;
@@ -217,6 +218,7 @@ async function main(): Promise<void> {
       outboundPort: ready.sinkPort,
       bootstrapApiKey: apiKey,
       rateLimits: false,
+      metricsToken: METRICS_TOKEN,
       ...(o.page ? { broadcastPageSize: o.page } : {}),
       ...(o.inFlight ? { broadcastMaxInFlight: o.inFlight } : {}),
     },
@@ -227,6 +229,15 @@ async function main(): Promise<void> {
     const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  };
+  // Where the memory is: each isolate's V8 heap (reserved) and external memory (GET /metrics), the process's
+  // anonymous memory (one read of smaps_rollup: not in the sampling loop, see below).
+  const memory = async (): Promise<string> => {
+    const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const per = (name: string) =>
+      [...text.matchAll(new RegExp(`^${name}\\{thread="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => `${m[1]} ${mb(Number(m[2]))}`).join(', ');
+    const anon = /^Anonymous:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
+    return `heap total MB: ${per('mail_thread_heap_total_bytes')}; external MB: ${per('mail_thread_external_bytes')}; anonymous ${anon ? mb(Number(anon) * 1024) : '?'} MB, RSS ${mb(process.memoryUsage.rss())} MB`;
   };
   // RSS sampled from /proc/self/stat (process.memoryUsage.rss): reading smaps_rollup instead (residentMemory)
   // walks every mapping of the process with its memory map locked; every 100 ms it took a third of the
@@ -268,6 +279,7 @@ async function main(): Promise<void> {
     const pk = ((await db('broadcasts').where({ id: b.id }).first('pk')) as { pk: number }).pk;
     global.gc?.();
     const rssBefore = process.memoryUsage.rss();
+    const memoryBefore = await memory();
     peakRss = rssBefore;
     const before = await call<Summary>({ op: 'summary' });
     const start = performance.now();
@@ -294,6 +306,7 @@ async function main(): Promise<void> {
       if (performance.now() > deadline) throw new Error(`timed out: status ${status}, ${s.accepted - before.accepted} delivered`);
     }
     await call({ op: 'tx-stop' });
+    const memoryAfter = await memory();
     // The appliance's CPU (every thread but the "internet" worker's), per message it sent (broadcast + transactional).
     const cpu = process.cpuUsage(cpu0);
     const mainCpu = threadCpuMs() - main0;
@@ -311,6 +324,8 @@ async function main(): Promise<void> {
     console.log(`delivered: ${Math.round(o.contacts / (lastDelivery / 1000))}/s; last delivery ${(lastDelivery / 1000).toFixed(1)} s after POST /send; sink duplicates ${end.duplicates}`);
     console.log(`transactional POST /emails during the broadcast: ${lat.length} requests, p50 ${ms(percentile(lat, 50))} ms, p99 ${ms(percentile(lat, 99))} ms; accept→sink p50 ${ms(percentile(del, 50))} ms, p99 ${ms(percentile(del, 99))} ms (${end.txUndelivered} not yet delivered at the end)`);
     console.log(`RSS: ${mb(rssBefore)} MB before, peak ${mb(peakRss)} MB (+${mb(growth)} MB)`);
+    console.log(`memory before: ${memoryBefore}`);
+    console.log(`memory at the end: ${memoryAfter}`);
     console.log(`appliance CPU: ${(applianceCpu / messages).toFixed(2)} ms per message sent (${messages}), main thread ${(mainCpu / messages).toFixed(2)} ms; the internet thread ${(remoteCpu / messages).toFixed(2)} ms`);
     console.log(
       `SUMMARY contacts=${o.contacts} fanout_per_s=${Math.round(o.contacts / fanoutS)} delivered_per_s=${Math.round(o.contacts / (lastDelivery / 1000))} last_delivery_s=${(lastDelivery / 1000).toFixed(1)} ` +

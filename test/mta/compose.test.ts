@@ -132,3 +132,18 @@ t.test('unstructuredHeader: values that fit are left to MailComposer as they are
   t.type(unstructuredHeader('Subject', 'a'.repeat(990)), 'object', 'one more is encoded');
   t.equal(unstructuredHeader('X-A', `${'a '.repeat(600)}`), 'a '.repeat(600));
 });
+
+t.test('child MIME nodes take the message baseBoundary: no random bytes drawn per node, the same boundaries', async (t) => {
+  const input = { ...base, text: 'Plain', html: '<p>Rich</p>', attachments: [{ filename: 'a.bin', contentType: 'application/octet-stream', content: bytes }] };
+  const root = new MailComposer({ ...composerOptions(input), baseBoundary: 'feedc0de01234567' } as ConstructorParameters<typeof MailComposer>[0]).compile();
+  const nodes: Array<typeof root> = [];
+  const walk = (n: typeof root) => {
+    nodes.push(n);
+    n.childNodes.forEach(walk);
+  };
+  walk(root);
+  t.ok(nodes.length >= 4, 'mixed, alternative, text, html, attachment');
+  t.same(new Set(nodes.map((n) => n.baseBoundary)), new Set(['feedc0de01234567']), 'every node carries the root baseBoundary');
+  const raw = (await root.build()).toString('latin1');
+  t.match(raw, /boundary="--_NmP-feedc0de01234567-Part_1"/, 'the boundaries are built from it as before');
+});

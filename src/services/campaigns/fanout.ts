@@ -277,14 +277,30 @@ function nextPageAt(ctx: AppContext, row: BroadcastRow): Date {
   return new Date(Math.min(started, now.getTime()));
 }
 
-/** The parsed content per variant (index), and of the broadcast itself (-1), kept for the job run. */
+/**
+ * The parsed content per variant (index), and of the broadcast itself (-1). Parsed once per broadcast, not per
+ * page: kept while the broadcast's row (updated_at) and its template's published version stay the same (the
+ * template is looked up per page, so an unpublished one still fails the next page).
+ */
 async function contentsOf(ctx: AppContext, row: BroadcastRow, ab: AbTest | null): Promise<Map<number, ParsedContent>> {
   const template = await loadTemplate(ctx, row.team_id, row.template_id);
+  const key = `${row.updated_at}\0${template ? `${template.id}:${template.version}` : ''}`;
+  let cache = parsedContents.get(ctx);
+  if (!cache) parsedContents.set(ctx, (cache = new Map()));
+  const kept = cache.get(row.pk);
+  if (kept && kept.key === key) return kept.contents;
   const base = { subject: row.subject, html: row.html, text: row.text };
   const map = new Map<number, ParsedContent>([[-1, parseContent(base, template)]]);
   ab?.variants.forEach((v, i) => map.set(i, parseContent(variantSource(base, v), template)));
+  if (cache.size >= PARSED_CONTENTS_KEPT) cache.delete(cache.keys().next().value!);
+  cache.set(row.pk, { key, contents: map });
   return map;
 }
+/** Broadcasts whose parsed content is kept (a few send at a time). */
+const PARSED_CONTENTS_KEPT = 16;
+const parsedContents = new WeakMap<AppContext, Map<number, { key: string; contents: Map<number, ParsedContent> }>>();
+/** Recipients rendered between two yields to the event loop (a page's copies are rendered in slices). */
+const RENDER_SLICE = 20;
 
 async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, winnerIndex: number | null, page: PageRow[]): Promise<void> {
   const at = ctx.clock.now();
@@ -303,14 +319,18 @@ async function sendPage(ctx: AppContext, row: BroadcastRow, ab: AbTest | null, w
   const tags = JSON.parse(row.tags) as string[];
   const inputs: SendEmailInput[] = [];
   const sent: PageRow[] = [];
-  for (const p of page) {
+  // The page's own link for `{{ unsubscribe_url }}` is signed only when some part reads it (a template may).
+  const readsUrl = [...contents.values()].some((c) => c.template !== null || [c.subject, c.html, c.text].some((part) => part?.variables.includes('unsubscribe_url')));
+  for (const [i, p] of page.entries()) {
+    // Requests (a transactional POST /emails) get the event loop between slices of the page's rendering.
+    if (i > 0 && i % RENDER_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     if (!p.has_contact) {
       failed.push({ contact_pk: p.contact_pk, error: 'the contact was deleted' });
       continue;
     }
     const content = contents.get(p.variant ?? winnerIndex ?? -1)!;
     try {
-      const copy = renderCopy(content, mergeScope(p, contactUnsubscribeUrl(ctx, p, topic, at)));
+      const copy = renderCopy(content, mergeScope(p, readsUrl ? contactUnsubscribeUrl(ctx, p, topic, at) : null));
       inputs.push({
         from: row.from_header,
         to: [p.email],
