@@ -44,7 +44,9 @@ export async function indexSources(trx: Queryable, items: Array<{ sha256: string
 /**
  * The UIDs of a folder's messages whose `where` text contains `needle`, case-insensitively (SEARCH BODY looks in
  * the body column, TEXT in all three). A needle of three characters or more goes through the index (its
- * trigrams as one phrase: an exact substring match); a shorter one is looked for in the stored text.
+ * trigrams as one phrase: an exact substring match); a shorter one is looked for in the stored text. A message
+ * whose source is not indexed yet (no `mail_fts_docs` row: text-index.ts indexes new sources in the background)
+ * is looked at itself: its source read and its text computed here, so an answer never misses a message.
  */
 // The index is matched once (a list SQLite builds, with a Bloom filter) and the folder's messages are tested
 // against it: `+d.id` keeps SQLite from turning the IN into a match per message (~1 ms each: 4.6 s for 3,000).
@@ -52,22 +54,41 @@ export function createTextSearch(core: Core) {
   return {
     async searchText(folderId: number, where: 'body' | 'text', needle: string): Promise<number[]> {
       const n = needle.toLowerCase();
-      const columns = where === 'body' ? ['body'] : ['head', 'parts', 'body'];
+      const columns = where === 'body' ? (['body'] as const) : (['head', 'parts', 'body'] as const);
       const rows =
         [...n].length >= TRIGRAM
-          ? await queryRows<{ uid: number }>(
+          ? await queryRows<{ uid: number; unindexed: number }>(
               core.reads,
-              `SELECT m.uid FROM mail_messages m INDEXED BY mail_messages_state JOIN mail_fts_docs d ON d.sha256 = m.blob_id
-               WHERE m.folder_id = ? AND +d.id IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH ?) ORDER BY m.uid`,
+              `SELECT m.uid, d.id IS NULL AS unindexed FROM mail_messages m INDEXED BY mail_messages_state LEFT JOIN mail_fts_docs d ON d.sha256 = m.blob_id
+               WHERE m.folder_id = ? AND (d.id IS NULL OR +d.id IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH ?)) ORDER BY m.uid`,
               [folderId, `{${columns.join(' ')}} : ${ftsPhrase(n)}`],
             )
-          : await queryRows<{ uid: number }>(
+          : await queryRows<{ uid: number; unindexed: number }>(
               core.reads,
-              `SELECT m.uid FROM mail_messages m INDEXED BY mail_messages_state JOIN mail_fts_docs d ON d.sha256 = m.blob_id JOIN mail_fts f ON f.rowid = d.id
-               WHERE m.folder_id = ? AND (${columns.map((c) => `instr(f.${c}, ?) > 0`).join(' OR ')}) ORDER BY m.uid`,
+              `SELECT m.uid, d.id IS NULL AS unindexed FROM mail_messages m INDEXED BY mail_messages_state LEFT JOIN mail_fts_docs d ON d.sha256 = m.blob_id
+               LEFT JOIN mail_fts f ON f.rowid = d.id
+               WHERE m.folder_id = ? AND (d.id IS NULL OR ${columns.map((c) => `instr(f.${c}, ?) > 0`).join(' OR ')}) ORDER BY m.uid`,
               [folderId, ...columns.map(() => n)],
             );
-      return rows.map((r) => r.uid);
+      const unindexed = rows.filter((r) => r.unindexed).map((r) => r.uid);
+      if (unindexed.length === 0) return rows.map((r) => r.uid);
+      const found = new Set(rows.filter((r) => !r.unindexed).map((r) => r.uid));
+      for (let i = 0; i < unindexed.length; i += SCAN_CHUNK) {
+        const chunk = unindexed.slice(i, i + SCAN_CHUNK);
+        const sources = await queryRows<{ uid: number; raw: Buffer }>(
+          core.reads,
+          `SELECT m.uid, b.raw FROM mail_messages m JOIN mail_blobs b ON b.sha256 = m.blob_id WHERE m.folder_id = ? AND m.uid IN (${chunk.map(() => '?').join(', ')})`,
+          [folderId, ...chunk],
+        );
+        for (const { uid, raw } of sources) {
+          const text = searchTextOf(raw);
+          if (columns.some((c) => text[c].includes(n))) found.add(uid);
+        }
+      }
+      return [...found].sort((a, b) => a - b);
     },
   };
 }
+
+/** Unindexed messages read per statement by a search. */
+const SCAN_CHUNK = 100;
