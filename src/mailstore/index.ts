@@ -62,7 +62,11 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
 
     async indexText(): Promise<number> {
       let n = 0;
-      for (let k; (k = await indexer.indexBatch()) > 0; ) n += k;
+      for (let left = true; left; ) {
+        const r = await indexer.indexBatch();
+        n += r.indexed;
+        left = r.left;
+      }
       return n;
     },
 

@@ -22,7 +22,13 @@ export const INDEX_JOB = 'mailstore.index';
 /** Sources indexed per transaction, at most (and at most INDEX_BATCH_BYTES of them). */
 export const INDEX_BATCH = 200;
 const INDEX_BATCH_BYTES = 8 * 1024 * 1024;
-/** A job run indexes for about this long, then lets other jobs run (rescheduled for now). */
+/**
+ * The index job runs this long after the first source it is for was stored, and again this long after a batch
+ * that left fewer than a full batch pending: sources gather into batches (one FTS5 segment and a few statements
+ * for up to INDEX_BATCH sources), and SEARCH scans at most about this long's worth of new mail itself.
+ */
+export const INDEX_DELAY_MS = 500;
+/** A job run indexes full batches for about this long, then lets other jobs run (rescheduled for now). */
 const RUN_SLICE_MS = 2_000;
 
 export interface TextIndexer {
@@ -31,17 +37,17 @@ export interface TextIndexer {
   /** The transaction `markNew` wrote in failed: it enqueued nothing. */
   rolledBack(trx: Tx): void;
   /**
-   * Indexes up to INDEX_BATCH unindexed sources in one transaction; answers how many were indexed, or 0 when
-   * none is left (then, with `finish`, that job is deleted in the same transaction).
+   * Indexes up to a batch of unindexed sources in one transaction: how many were indexed, whether that was a full
+   * batch, and whether any is left pending. When none is left the job `finish` is deleted in that transaction.
    */
-  indexBatch(finish?: number): Promise<number>;
+  indexBatch(finish?: number): Promise<{ indexed: number; full: boolean; left: boolean }>;
 }
 
 export function createTextIndexer(core: Core, jobs?: JobQueue): TextIndexer {
   let queued = false;
   const enqueuedBy = new WeakSet<Tx>();
 
-  async function indexBatch(finish?: number): Promise<number> {
+  async function indexBatch(finish?: number): Promise<{ indexed: number; full: boolean; left: boolean }> {
     const heads = await queryRows<{ sha256: string; size: number }>(
       core.reads,
       'SELECT p.sha256, b.size FROM mail_fts_pending p JOIN mail_blobs b ON b.sha256 = p.sha256 LIMIT ?',
@@ -50,6 +56,7 @@ export function createTextIndexer(core: Core, jobs?: JobQueue): TextIndexer {
     let bytes = 0;
     let n = 0;
     while (n < heads.length && (n === 0 || bytes + heads[n]!.size <= INDEX_BATCH_BYTES)) bytes += heads[n++]!.size;
+    const full = heads.length === INDEX_BATCH || n < heads.length;
     const wanted = heads.slice(0, n).map((h) => h.sha256);
     const sources = wanted.length
       ? await queryRows<{ sha256: string; raw: Buffer }>(core.reads, `SELECT sha256, raw FROM mail_blobs WHERE sha256 IN (${placeholders(wanted.length)})`, wanted)
@@ -61,26 +68,26 @@ export function createTextIndexer(core: Core, jobs?: JobQueue): TextIndexer {
         ? new Set((await queryRows<{ sha256: string }>(trx, `DELETE FROM mail_fts_pending WHERE sha256 IN (${placeholders(texts.length)}) RETURNING sha256`, texts.map((t) => t.sha256))).map((r) => r.sha256))
         : new Set<string>();
       await indexSources(trx, texts.filter((t) => still.has(t.sha256)));
-      if (texts.length > 0) return still.size || 1; // went forward (or another run did): look again
-      // Nothing read: done when the writer sees nothing pending either (a delivery may have committed since the read).
-      const [left] = await queryRows<{ sha256: string }>(trx, 'SELECT sha256 FROM mail_fts_pending LIMIT 1');
-      if (left) {
-        // A pending row without its source (cannot happen while the trigger holds): drop it.
-        await execute(trx, 'DELETE FROM mail_fts_pending WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM mail_blobs WHERE sha256 = ?)', [left.sha256, left.sha256]);
-        return 1;
+      // What the writer sees pending now (a delivery may have committed since the read). A pending row without
+      // its source cannot be (the blob's trigger deletes it): dropped if it is.
+      await execute(trx, 'DELETE FROM mail_fts_pending WHERE sha256 NOT IN (SELECT sha256 FROM mail_blobs) AND ? = 0', [texts.length]);
+      const left = (await queryRows(trx, 'SELECT 1 FROM mail_fts_pending LIMIT 1')).length > 0;
+      if (!left) {
+        queued = false;
+        if (finish !== undefined && jobs) await jobs.finishIn(trx, [finish]);
       }
-      queued = false;
-      if (finish !== undefined && jobs) await jobs.finishIn(trx, [finish]);
-      return 0;
+      return { indexed: still.size, full, left };
     });
   }
 
   async function run(job: Job): Promise<JobOutcome> {
     const start = performance.now();
-    while ((await indexBatch(job.id)) > 0) {
+    for (;;) {
+      const { full, left } = await indexBatch(job.id);
+      if (!left) return FINISHED;
+      if (!full) return { retryAt: new Date(core.clock.now().getTime() + INDEX_DELAY_MS) };
       if (performance.now() - start > RUN_SLICE_MS) return { retryAt: core.clock.now() };
     }
-    return FINISHED;
   }
 
   if (jobs) jobs.register(INDEX_JOB, run);
@@ -95,7 +102,7 @@ export function createTextIndexer(core: Core, jobs?: JobQueue): TextIndexer {
       if (!jobs || queued) return;
       queued = true;
       enqueuedBy.add(trx);
-      await jobs.enqueue(trx, INDEX_JOB, null);
+      await jobs.enqueue(trx, INDEX_JOB, null, { runAt: new Date(core.clock.now().getTime() + INDEX_DELAY_MS) });
     },
     rolledBack(trx) {
       if (enqueuedBy.has(trx)) queued = false;

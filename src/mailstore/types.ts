@@ -366,7 +366,7 @@ export interface MailStore {
   searchText(folderId: number, where: 'body' | 'text', needle: string): Promise<number[]>;
   /**
    * Indexes every source not in the full-text index yet (the index job does this in the background; text-index.ts),
-   * answers about how many batches' sources it indexed. For tests and tools.
+   * answers how many it indexed. For tests and tools.
    */
   indexText(): Promise<number>;
   /** The raw source, or null if the message is gone. */

@@ -13,7 +13,7 @@ import { migrationSource, migrations } from '../../src/db/migrations/index.js';
 import { createLogger } from '../../src/core/logger.js';
 import { JobQueue } from '../../src/jobs/queue.js';
 import { createMailStore } from '../../src/mailstore/index.js';
-import { INDEX_JOB } from '../../src/mailstore/text-index.js';
+import { INDEX_DELAY_MS, INDEX_JOB } from '../../src/mailstore/text-index.js';
 import { parseMessage } from '../../src/mailstore/mime/parse.js';
 import { bodyText, headerText, partHeaderText } from '../../src/mailstore/mime/text.js';
 import { type RawClient, session, setupImap } from './setup.js';
@@ -222,7 +222,8 @@ t.test('SEARCH BODY/TEXT through the full-text index', async (t) => {
       );
       return row!;
     };
-    await f.app.appliance.ctx.jobs.drain(); // the index job has indexed every source (text-index.ts)
+    f.app.clock.advance(INDEX_DELAY_MS); // the index job indexes every source (text-index.ts)
+    await f.app.appliance.ctx.jobs.drain();
     const start = await count();
     t.equal(start.fts, start.blobs, 'one index row per source');
     t.equal(start.docs, start.blobs);
@@ -257,6 +258,7 @@ t.test('SEARCH BODY/TEXT through the full-text index', async (t) => {
     // A message delivered to two accounts: one source; deleting one account keeps the row for the other.
     const other = await f.account('fts-other');
     await f.store.deliver(msg([...head('Shared'), '', 'Shared body with the word quokka.']), [{ mailboxId: user.id }, { mailboxId: other.id }]);
+    f.app.clock.advance(INDEX_DELAY_MS);
     await f.app.appliance.ctx.jobs.drain();
     const shared = await count();
     t.equal(shared.fts, start.fts - 2, 'one new row for two copies');
@@ -347,7 +349,10 @@ t.test('new sources: marked with the message, found by SEARCH before and after t
   t.same(await store.searchText(inbox.id, 'body', 'subject: new 2'), [], 'BODY is not the header, unindexed too');
 
   await jobs.drain();
-  t.same(await state(), { pending: 0, docs: 5, blobs: 5, jobs: 0 }, 'the job indexed them all and deleted itself');
+  t.same(await state(), { pending: 5, docs: 0, blobs: 5, jobs: 1 }, 'the job waits INDEX_DELAY_MS for more sources to gather');
+  clock.advance(INDEX_DELAY_MS);
+  await jobs.drain();
+  t.same(await state(), { pending: 0, docs: 5, blobs: 5, jobs: 0 }, 'then indexes them all in one batch and deletes itself');
   for (const [needle, uids] of Object.entries(expect)) {
     t.same(await store.searchText(inbox.id, needle.startsWith('subject') ? 'text' : 'body', needle.toUpperCase()), uids, `after indexing: ${needle}`);
   }
@@ -365,6 +370,7 @@ t.test('new sources: marked with the message, found by SEARCH before and after t
   t.equal(await store.indexText() > 0, true, 'indexText indexes what is pending');
   t.same(await state(), { pending: 0, docs: 6, blobs: 6, jobs: 1 }, 'one row for the shared source');
   t.same(await store.searchText(inbox.id, 'body', 'late walrus'), [6, 8]);
+  clock.advance(INDEX_DELAY_MS);
   await jobs.drain();
   t.same(await state(), { pending: 0, docs: 6, blobs: 6, jobs: 0 }, 'a job finding nothing to do deletes itself');
 });
