@@ -1,15 +1,17 @@
 // Storing new messages: `deliver` (MX, filters) and `append` (IMAP APPEND, Sent copies) share one
 // group-commit writer (src/db/batcher.ts). The calls that arrive while a write transaction runs share the
 // next one: one statement reads the mailboxes and target folders, one multi-row statement each writes blobs,
-// messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header
-// summary are computed before queueing, outside the transaction. A call that fails on its own terms (quota,
+// messages and changes, one statement each the folder and mailbox counters; all but the sources' go as one write
+// script with the COMMIT (db/script.ts: one trip through SQLite's thread). The SHA-256, the header summary and
+// the sort keys are computed before queueing, outside the transaction (one read of the header block). The
+// full-text index is not written here: new sources are marked for the index job (text-index.ts). A call that fails on its own terms (quota,
 // unknown mailbox or folder) fails alone; the others in its batch commit. `appendAll` (IMAP MULTIAPPEND) is one
 // call for several messages: all of them are stored, or none.
 import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
-import { execute, placeholders, type Tx } from '../db/index.js';
+import { placeholders, type Tx } from '../db/index.js';
 import { insertRows as insertScripted } from '../db/batcher.js';
-import { commitScript, openScript } from '../db/script.js';
+import { commitScript, openScript, write } from '../db/script.js';
 import { normalizeFlags } from './flags.js';
 import { parseHeaders, summarize, withCrlfLineEnds } from './headers.js';
 import { sortKeysOf } from './sort-keys.js';
@@ -69,7 +71,7 @@ export interface DeliveryWriter {
 }
 
 export function createDeliveryWriter(core: Core, indexer: TextIndexer): DeliveryWriter {
-  const batcher = new Batcher<Item, Outcome>((items) => write(core, indexer, items));
+  const batcher = new Batcher<Item, Outcome>((items) => writeBatch(core, indexer, items));
 
   async function submit(item: Item): Promise<StoredCopy[]> {
     const outcome = await batcher.submit(item);
@@ -149,7 +151,7 @@ function internalDateText(d: Date | ZonedDate): string {
 
 const folderKey = (mailboxId: number, path: string) => `${mailboxId}\u0000${path}`;
 
-async function write(core: Core, indexer: TextIndexer, items: Item[]): Promise<Outcome[]> {
+async function writeBatch(core: Core, indexer: TextIndexer, items: Item[]): Promise<Outcome[]> {
   const pending: Pending[] = [];
   let transaction: Tx | undefined;
   const outcomes = await core.db.transaction(async (trx) => {
@@ -182,23 +184,24 @@ async function write(core: Core, indexer: TextIndexer, items: Item[]): Promise<O
       }
     }
 
-    // Sources first (refcount 0; the message rows' trigger counts them), bound, in statements of at most ~8 MB
-    // and 50 rows. An existing source is left as it is.
+    // The writes answer nothing: one script, sent with the COMMIT (db/script.ts; a statement holding a value over
+    // 64 KB, a large source, is bound in its place instead).
+    openScript(trx);
+    // Sources first (refcount 0; the message rows' trigger counts them), in statements of at most ~8 MB and 50
+    // rows. An existing source is left as it is.
     const stored = [...blobs.values()].filter((b) => b.refs > 0);
     for (let i = 0; i < stored.length; ) {
       let bytes = 0;
       let j = i;
       while (j < stored.length && j - i < 50 && (j === i || bytes + stored[j]!.item.size <= 8 * 1024 * 1024)) bytes += stored[j++]!.item.size;
       const chunk = stored.slice(i, j);
-      await execute(
+      await write(
         trx,
         `INSERT INTO mail_blobs (sha256, size, refcount, created_at, raw) VALUES ${chunk.map(() => '(?, ?, 0, ?, ?)').join(', ')} ON CONFLICT (sha256) DO NOTHING`,
         chunk.flatMap((b) => [b.item.blobId, b.item.size, nowIso(core), b.item.raw]),
       );
       i = j;
     }
-    // The rest of the writes answer nothing: one script, sent with the COMMIT (db/script.ts).
-    openScript(trx);
     // Marked for the full-text index, which the index job writes after (text-index.ts; a source stored
     // before is indexed or marked already).
     await indexer.markNew(trx, stored.map((b) => b.item.blobId));

@@ -1,5 +1,6 @@
 // What IMAP SEARCH BODY and TEXT look in (RFC 3501 §6.4.4: a case-insensitive substring of the decoded text),
-// computed once when a source is stored and kept in the full-text index `mail_fts` (migration 028), one row per
+// computed once per source by the index job shortly after it is stored (text-index.ts; until then SEARCH computes
+// it for the unindexed messages itself) and kept in the full-text index `mail_fts` (migration 028), one row per
 // source (`mail_fts_docs` maps the source's hash to its row): every copy of a message shares its source's row. Three columns, so a
 // match never spans two of them (the scan SEARCH did before compared each of them on its own):
 // - head: the message's header fields, decoded (TEXT)
