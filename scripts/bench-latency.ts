@@ -1,7 +1,7 @@
 // Latency benchmark (issue 36): what one client waits per command and per connection, with the socket settings
 // real clients use (Nagle on, delayed ACK, no pipelining, STARTTLS).
 //
-//   npm run bench:latency -- [--n 10000] [--repeat 100] [--sessions 20] [--per-session 1000] [--mailboxes 100]
+//   npm run bench:latency -- [--n 10000] [--repeat 100] [--sessions 20] [--per-session 1000] [--mailboxes 100] [--only python|inbound]
 //
 // The appliance (startAppliance, real clock) runs in this process with one mailbox of `--n` messages (the mixed
 // sizes of bench:imap), one of 10 and `--mailboxes` empty ones. Then:
@@ -32,12 +32,20 @@ interface Options {
   sessions: number;
   perSession: number;
   mailboxes: number;
+  /** Run only this phase (1: python, 2: inbound). */
+  only?: 'python' | 'inbound';
 }
 
 function parseArgs(argv: string[]): Options {
   const o: Options = { n: 10_000, repeat: 100, sessions: 20, perSession: 1000, mailboxes: 100 };
-  const names: Record<string, keyof Options> = { '--n': 'n', '--repeat': 'repeat', '--sessions': 'sessions', '--per-session': 'perSession', '--mailboxes': 'mailboxes' };
+  const names: Record<string, Exclude<keyof Options, 'only'>> = { '--n': 'n', '--repeat': 'repeat', '--sessions': 'sessions', '--per-session': 'perSession', '--mailboxes': 'mailboxes' };
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--only') {
+      const phase = argv[++i];
+      if (phase !== 'python' && phase !== 'inbound') throw new Error('--only takes python or inbound');
+      o.only = phase;
+      continue;
+    }
     const name = names[argv[i]!];
     if (!name) throw new Error(`unknown option ${argv[i]}`);
     const v = Number(argv[++i]);
@@ -205,6 +213,8 @@ async function main(): Promise<void> {
     console.log(`seeded ${opts.n} + ${SMALL_MESSAGES} messages in ${((performance.now() - t0) / 1000).toFixed(1)} s; appliance ${memoryLine()}`);
 
     const { ports } = appliance;
+    if (opts.only !== 'inbound') {
+    const pyCpu0 = process.cpuUsage();
     const lat = await runPython({ host: '127.0.0.1', imapPort: ports.imap.port, pop3Port: ports.pop3.port, mxPort: ports.mx.port, submissionPort: ports.submission.port, big: BIG, small: SMALL, repeat: opts.repeat, selects: SELECTS, greetings: GREETINGS });
     console.log(`\nPython imaplib/poplib/smtplib at defaults (Nagle on), STARTTLS, one command at a time; load ${os.loadavg()[0]!.toFixed(2)}`);
     console.log(`${'command'.padEnd(36)} ${'count'.padStart(6)} ${'p50 ms'.padStart(9)} ${'p99 ms'.padStart(9)} ${'max ms'.padStart(9)}`);
@@ -216,7 +226,10 @@ async function main(): Promise<void> {
       const s = [...list].sort((a, b) => a - b);
       console.log(`${name.padEnd(36)} ${String(s.length).padStart(6)} ${percentile(s, 50).toFixed(2).padStart(9)} ${percentile(s, 99).toFixed(2).padStart(9)} ${s.at(-1)!.toFixed(2).padStart(9)}`);
     }
-    console.log(`appliance after the latency phase: ${memoryLine()}`);
+    const pyCpu = process.cpuUsage(pyCpu0);
+    console.log(`appliance after the latency phase: ${memoryLine()}; its CPU in the phase ${((pyCpu.user + pyCpu.system) / 1e6).toFixed(2)} s`);
+    }
+    if (opts.only === 'python') return;
 
     let peak = residentMemory() ?? { rss: process.memoryUsage().rss, pss: 0 };
     const sampler = setInterval(() => {

@@ -65,6 +65,7 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     metrics.dbWriteTransaction.observe(held);
     if (!committed) metrics.dbWriteRollbacks.inc();
   });
+  const jobs = new JobQueue(db, clock, log, opts.jobs);
   return {
     config,
     db,
@@ -73,9 +74,9 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     metrics,
     log,
     secrets: new SecretBox(loadOrCreateMasterKey(config.dataDir)),
-    jobs: new JobQueue(db, clock, log, opts.jobs),
+    jobs,
     version: packageVersion(),
-    mailstore: createMailStore({ db, clock }),
+    mailstore: createMailStore({ db, clock, jobs }),
     domainChanges: new Signal(),
     apiKeyChanges: new Signal(),
   };

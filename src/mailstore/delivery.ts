@@ -1,22 +1,25 @@
 // Storing new messages: `deliver` (MX, filters) and `append` (IMAP APPEND, Sent copies) share one
 // group-commit writer (src/db/batcher.ts). The calls that arrive while a write transaction runs share the
 // next one: one statement reads the mailboxes and target folders, one multi-row statement each writes blobs,
-// messages and changes, one statement each the folder and mailbox counters. The SHA-256 and the header
-// summary are computed before queueing, outside the transaction. A call that fails on its own terms (quota,
+// messages and changes, one statement each the folder and mailbox counters; all but the sources' go as one write
+// script with the COMMIT (db/script.ts: one trip through SQLite's thread). The SHA-256, the header summary and
+// the sort keys are computed before queueing, outside the transaction (one read of the header block). The
+// full-text index is not written here: new sources are marked for the index job (text-index.ts). A call that fails on its own terms (quota,
 // unknown mailbox or folder) fails alone; the others in its batch commit. `appendAll` (IMAP MULTIAPPEND) is one
 // call for several messages: all of them are stored, or none.
 import { createHash } from 'node:crypto';
 import { Batcher } from '../db/batcher.js';
 import { placeholders, type Tx } from '../db/index.js';
+import { insertRows as insertScripted } from '../db/batcher.js';
+import { commitScript, openScript, write } from '../db/script.js';
 import { normalizeFlags } from './flags.js';
 import { parseHeaders, summarize, withCrlfLineEnds } from './headers.js';
 import { sortKeysOf } from './sort-keys.js';
-import { indexSources, searchTextOf, type SearchText } from './search-text.js';
+import type { TextIndexer } from './text-index.js';
 import {
   announce,
   changeRow,
   insertFolder,
-  insertRows,
   mailboxState,
   nextModseq,
   normalizePath,
@@ -42,8 +45,6 @@ interface Item {
   summary: string;
   /** JSON SortKeys (sort-keys.ts), written with the row like the summary. */
   sortKeys: string;
-  /** What SEARCH BODY/TEXT look in, for the full-text index (search-text.ts). */
-  text: SearchText;
   size: number;
   targets: Array<{ mailboxId: number; path: string; flags: string[] }>;
   internalDate: string;
@@ -69,8 +70,8 @@ export interface DeliveryWriter {
   appendAll(mailboxId: number, path: string, messages: AppendInput[]): Promise<StoredCopy[]>;
 }
 
-export function createDeliveryWriter(core: Core): DeliveryWriter {
-  const batcher = new Batcher<Item, Outcome>((items) => write(core, items));
+export function createDeliveryWriter(core: Core, indexer: TextIndexer): DeliveryWriter {
+  const batcher = new Batcher<Item, Outcome>((items) => writeBatch(core, indexer, items));
 
   async function submit(item: Item): Promise<StoredCopy[]> {
     const outcome = await batcher.submit(item);
@@ -78,7 +79,7 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
     return outcome.copies;
   }
 
-  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'text' | 'size' | 'internalDate'> {
+  function prepare(source: Buffer, internalDate: Date | ZonedDate | undefined): Pick<Item, 'blobId' | 'raw' | 'summary' | 'sortKeys' | 'size' | 'internalDate'> {
     if (source.length === 0) throw new MailStoreError('Empty message', 'invalid');
     const raw = withCrlfLineEnds(source);
     const headers = parseHeaders(raw); // read once, for the summary and the sort keys
@@ -87,7 +88,6 @@ export function createDeliveryWriter(core: Core): DeliveryWriter {
       raw,
       summary: JSON.stringify(summarize(raw, headers)),
       sortKeys: JSON.stringify(sortKeysOf(headers)),
-      text: searchTextOf(raw),
       size: raw.length,
       internalDate: internalDateText(internalDate ?? core.clock.now()),
     };
@@ -151,9 +151,11 @@ function internalDateText(d: Date | ZonedDate): string {
 
 const folderKey = (mailboxId: number, path: string) => `${mailboxId}\u0000${path}`;
 
-async function write(core: Core, items: Item[]): Promise<Outcome[]> {
+async function writeBatch(core: Core, indexer: TextIndexer, items: Item[]): Promise<Outcome[]> {
   const pending: Pending[] = [];
+  let transaction: Tx | undefined;
   const outcomes = await core.db.transaction(async (trx) => {
+    transaction = trx;
     const mailboxIds = unique(items.flatMap((i) => i.targets.map((t) => t.mailboxId)));
     const paths = unique(items.flatMap((i) => i.targets.map((t) => t.path)));
     const mailboxes = new Map<number, MailboxState>();
@@ -182,22 +184,29 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       }
     }
 
-    // Sources first (refcount 0; the message rows' trigger counts them), in statements of at most ~8 MB
-    // and 50 rows. An existing source is left as it is.
-    const blobRows = [...blobs.values()]
-      .filter((b) => b.refs > 0)
-      .map((b) => ({ sha256: b.item.blobId, size: b.item.size, refcount: 0, created_at: nowIso(core), raw: b.item.raw }));
-    for (let i = 0; i < blobRows.length; ) {
+    // The writes answer nothing: one script, sent with the COMMIT (db/script.ts; a statement holding a value over
+    // 64 KB, a large source, is bound in its place instead).
+    openScript(trx);
+    // Sources first (refcount 0; the message rows' trigger counts them), in statements of at most ~8 MB and 50
+    // rows. An existing source is left as it is.
+    const stored = [...blobs.values()].filter((b) => b.refs > 0);
+    for (let i = 0; i < stored.length; ) {
       let bytes = 0;
       let j = i;
-      while (j < blobRows.length && j - i < 50 && (j === i || bytes + blobRows[j]!.size <= 8 * 1024 * 1024)) bytes += blobRows[j++]!.size;
-      await trx('mail_blobs').insert(blobRows.slice(i, j)).onConflict('sha256').ignore();
+      while (j < stored.length && j - i < 50 && (j === i || bytes + stored[j]!.item.size <= 8 * 1024 * 1024)) bytes += stored[j++]!.item.size;
+      const chunk = stored.slice(i, j);
+      await write(
+        trx,
+        `INSERT INTO mail_blobs (sha256, size, refcount, created_at, raw) VALUES ${chunk.map(() => '(?, ?, 0, ?, ?)').join(', ')} ON CONFLICT (sha256) DO NOTHING`,
+        chunk.flatMap((b) => [b.item.blobId, b.item.size, nowIso(core), b.item.raw]),
+      );
       i = j;
     }
-    // Their full-text rows, in the same transaction (a source already stored is indexed already).
-    await indexSources(trx, [...blobs.values()].filter((b) => b.refs > 0).map((b) => ({ sha256: b.item.blobId, text: b.item.text })));
-    await insertRows(trx, 'mail_messages', messages);
-    await insertRows(trx, 'mail_changes', changes);
+    // Marked for the full-text index, which the index job writes after (text-index.ts; a source stored
+    // before is indexed or marked already).
+    await indexer.markNew(trx, stored.map((b) => b.item.blobId));
+    await insertScripted(trx, 'mail_messages', messages);
+    await insertScripted(trx, 'mail_changes', changes);
     const dirtyFolders = [...folders.values()].filter((f) => f.dirty);
     await updateById(
       trx,
@@ -206,7 +215,11 @@ async function write(core: Core, items: Item[]): Promise<Outcome[]> {
       ['uid_next', 'highest_modseq'],
     );
     await saveMailboxes(core, trx, mailboxes.values());
+    await commitScript(trx);
     return results;
+  }).catch((err: unknown) => {
+    if (transaction) indexer.rolledBack(transaction);
+    throw err;
   });
   announce(core, pending);
   return outcomes;

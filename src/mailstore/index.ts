@@ -21,6 +21,8 @@ import { createMessageOps } from './messages.js';
 import { createVanishedOps } from './vanished.js';
 import { toChange, type ChangeRow, type Core } from './rows.js';
 import { createTextSearch } from './search-text.js';
+import { createTextIndexer } from './text-index.js';
+import type { JobQueue } from '../jobs/queue.js';
 import type { Change, MailStore } from './types.js';
 
 /** Changes deleted per `pruneChanges` call (one short transaction). */
@@ -34,13 +36,16 @@ export { baseSubject, collationKey, sortKeysOf } from './sort-keys.js';
 export interface MailStoreOptions {
   db: Db;
   clock: Clock;
+  /** Runs the full-text index job (text-index.ts). Without it new sources stay unindexed until `indexText` is called; SEARCH still finds them. */
+  jobs?: JobQueue;
 }
 
 export function createMailStore(opts: MailStoreOptions): MailStore {
   const feed = new EventEmitter();
   feed.setMaxListeners(0);
   const core: Core = { db: opts.db, reads: readsOf(opts.db), clock: opts.clock, feed, directory: new Signal() };
-  const writer = createDeliveryWriter(core);
+  const indexer = createTextIndexer(core, opts.jobs);
+  const writer = createDeliveryWriter(core, indexer);
   async function changesSince(mailboxId: number, modseq: number): Promise<Change[]> {
     const rows = (await core.reads('mail_changes').where({ mailbox_id: mailboxId }).andWhere('modseq', '>', modseq).orderBy('modseq').orderBy('id')) as ChangeRow[];
     return rows.map(toChange);
@@ -54,6 +59,16 @@ export function createMailStore(opts: MailStoreOptions): MailStore {
     deliver: writer.deliver,
     append: writer.append,
     appendAll: writer.appendAll,
+
+    async indexText(): Promise<number> {
+      let n = 0;
+      for (let left = true; left; ) {
+        const r = await indexer.indexBatch();
+        n += r.indexed;
+        left = r.left;
+      }
+      return n;
+    },
 
     changesSince,
 

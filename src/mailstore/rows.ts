@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../core/clock.js';
 import type { Signal } from '../core/signal.js';
 import { placeholders, type Db, type Tx } from '../db/index.js';
+import { write } from '../db/script.js';
 import { decodeFlags } from './flags.js';
 import {
   FOLDER_DELIMITER,
@@ -264,7 +265,7 @@ export function nextUidValidity(core: Core, m: MailboxState): number {
   return m.lastUidValidity;
 }
 
-/** `UPDATE table SET col = CASE id WHEN … END, … WHERE id IN (…)`: many rows' counters in one statement each chunk. */
+/** `UPDATE table SET col = CASE id WHEN … END, … WHERE id IN (…)`: many rows' counters in one statement each chunk (held for the transaction's write script if it has one: db/script.ts `write`). */
 export async function updateById(
   trx: Tx | Db,
   table: string,
@@ -284,7 +285,7 @@ export async function updateById(
       return `"${col}" = CASE id ${whens.join(' ')} END`;
     });
     for (const r of chunk) bindings.push(r.id);
-    await trx.raw(`UPDATE "${table}" SET ${sets.join(', ')} WHERE id IN (${placeholders(chunk.length)})`, bindings);
+    await write(trx, `UPDATE "${table}" SET ${sets.join(', ')} WHERE id IN (${placeholders(chunk.length)})`, bindings);
   }
 }
 

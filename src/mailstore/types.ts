@@ -370,6 +370,11 @@ export interface MailStore {
    * full-text index (search-text.ts): IMAP SEARCH BODY (`body`) and TEXT (`text`, headers and MIME headers too).
    */
   searchText(folderId: number, where: 'body' | 'text', needle: string): Promise<number[]>;
+  /**
+   * Indexes every source not in the full-text index yet (the index job does this in the background; text-index.ts),
+   * answers how many it indexed. For tests and tools.
+   */
+  indexText(): Promise<number>;
   /** The raw source, or null if the message is gone. */
   readMessage(folderId: number, uid: number): Promise<Buffer | null>;
   /** A ZonedDate is stored with its zone (FETCH INTERNALDATE gives it back as written); a Date as UTC. */

@@ -10,7 +10,10 @@ import t from 'tap';
 import { FakeClock } from '../../src/core/clock.js';
 import { DB_FILE, openDatabase, queryRows, type Db } from '../../src/db/index.js';
 import { migrationSource, migrations } from '../../src/db/migrations/index.js';
+import { createLogger } from '../../src/core/logger.js';
+import { JobQueue } from '../../src/jobs/queue.js';
 import { createMailStore } from '../../src/mailstore/index.js';
+import { INDEX_DELAY_MS, INDEX_JOB } from '../../src/mailstore/text-index.js';
 import { parseMessage } from '../../src/mailstore/mime/parse.js';
 import { bodyText, headerText, partHeaderText } from '../../src/mailstore/mime/text.js';
 import { type RawClient, session, setupImap } from './setup.js';
@@ -219,6 +222,8 @@ t.test('SEARCH BODY/TEXT through the full-text index', async (t) => {
       );
       return row!;
     };
+    f.app.clock.advance(INDEX_DELAY_MS); // the index job indexes every source (text-index.ts)
+    await f.app.appliance.ctx.jobs.drain();
     const start = await count();
     t.equal(start.fts, start.blobs, 'one index row per source');
     t.equal(start.docs, start.blobs);
@@ -253,6 +258,8 @@ t.test('SEARCH BODY/TEXT through the full-text index', async (t) => {
     // A message delivered to two accounts: one source; deleting one account keeps the row for the other.
     const other = await f.account('fts-other');
     await f.store.deliver(msg([...head('Shared'), '', 'Shared body with the word quokka.']), [{ mailboxId: user.id }, { mailboxId: other.id }]);
+    f.app.clock.advance(INDEX_DELAY_MS);
+    await f.app.appliance.ctx.jobs.drain();
     const shared = await count();
     t.equal(shared.fts, start.fts - 2, 'one new row for two copies');
     await f.store.deleteAccount(other.id);
@@ -308,4 +315,62 @@ t.test('migration 028 indexes a store written before it, a batch at a time', asy
   t.same((await store.searchText(folderId!, 'body', 'sevenfold')).slice(0, 1), [14], 'a source deleted with its last message leaves the index');
   const [left] = await queryRows<{ n: number }>(db, 'SELECT count(*) AS n FROM mail_fts');
   t.equal(left!.n, 449);
+});
+
+t.test('new sources: marked with the message, found by SEARCH before and after the index job indexes them (migration 031)', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mail-fts-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const db: Db = await openDatabase(dir);
+  t.teardown(() => db.destroy());
+  const clock = new FakeClock(new Date());
+  const jobs = new JobQueue(db, clock, createLogger('error'));
+  const store = createMailStore({ db, clock, jobs });
+  const now = clock.now().toISOString();
+  await db('teams').insert({ id: 'team_1', name: 'T', plan: 'pro', owner_email: 'o@x.test', created_at: now });
+  await db('domains').insert({ id: 'dom_1', team_id: 'team_1', name: 'x.test', status: 'verified', region: 'eu-west-1', open_tracking: false, click_tracking: false, tls_mode: 'opportunistic', created_at: now, updated_at: now });
+  const box = await store.createAccount({ teamId: 'team_1', domainId: 'dom_1', address: 'a@x.test', password: 'secret-password-1' });
+  const inbox = (await store.listFolders(box.id)).find((x) => x.path === 'INBOX')!;
+  const state = async () => {
+    const [row] = await queryRows<{ pending: number; docs: number; blobs: number; jobs: number }>(
+      db,
+      'SELECT (SELECT count(*) FROM mail_fts_pending) AS pending, (SELECT count(*) FROM mail_fts_docs) AS docs, (SELECT count(*) FROM mail_blobs) AS blobs, (SELECT count(*) FROM jobs WHERE kind = ?) AS jobs',
+      [INDEX_JOB],
+    );
+    return row!;
+  };
+  const bodies = ['Quarterly numbers: the walrus budget.', 'Nothing to see.', 'Lunch? The WALRUS café at noon.', 'ab', 'zzz walrus zzz'];
+  for (const [i, body] of bodies.entries()) await store.deliver(msg([...head(`New ${i}`), 'Content-Type: text/plain; charset=utf-8', '', body]), [{ mailboxId: box.id }]);
+  t.same(await state(), { pending: 5, docs: 0, blobs: 5, jobs: 1 }, 'each new source marked, in the transaction that stored it; one index job for all');
+
+  const expect = { walrus: [1, 3, 5], 'café': [3], ab: [4], 'subject: new 2': [3], 'the walrus': [1, 3] };
+  for (const [needle, uids] of Object.entries(expect)) {
+    t.same(await store.searchText(inbox.id, needle.startsWith('subject') ? 'text' : 'body', needle.toUpperCase()), uids, `before indexing: ${needle} (the unindexed sources scanned)`);
+  }
+  t.same(await store.searchText(inbox.id, 'body', 'subject: new 2'), [], 'BODY is not the header, unindexed too');
+
+  await jobs.drain();
+  t.same(await state(), { pending: 5, docs: 0, blobs: 5, jobs: 1 }, 'the job waits INDEX_DELAY_MS for more sources to gather');
+  clock.advance(INDEX_DELAY_MS);
+  await jobs.drain();
+  t.same(await state(), { pending: 0, docs: 5, blobs: 5, jobs: 0 }, 'then indexes them all in one batch and deletes itself');
+  for (const [needle, uids] of Object.entries(expect)) {
+    t.same(await store.searchText(inbox.id, needle.startsWith('subject') ? 'text' : 'body', needle.toUpperCase()), uids, `after indexing: ${needle}`);
+  }
+
+  // Half indexed: the answer joins the index's and the scan's.
+  await store.deliver(msg([...head('Late'), '', 'A late walrus.']), [{ mailboxId: box.id }]);
+  await store.deliver(msg([...head('Gone'), '', 'A walrus that goes.']), [{ mailboxId: box.id }]);
+  t.same(await state(), { pending: 2, docs: 5, blobs: 7, jobs: 1 }, 'a new job once the last one finished');
+  t.same(await store.searchText(inbox.id, 'body', 'walrus'), [1, 3, 5, 6, 7], 'indexed and unindexed together');
+  await store.setFlags(inbox.id, [7], 'add', ['\\Deleted']);
+  await store.expunge(inbox.id);
+  t.same(await state(), { pending: 1, docs: 5, blobs: 6, jobs: 1 }, "an unindexed source's mark goes with it");
+  // The same source again (a second copy): marked once, indexed once.
+  await store.deliver(msg([...head('Late'), '', 'A late walrus.']), [{ mailboxId: box.id }]);
+  t.equal(await store.indexText() > 0, true, 'indexText indexes what is pending');
+  t.same(await state(), { pending: 0, docs: 6, blobs: 6, jobs: 1 }, 'one row for the shared source');
+  t.same(await store.searchText(inbox.id, 'body', 'late walrus'), [6, 8]);
+  clock.advance(INDEX_DELAY_MS);
+  await jobs.drain();
+  t.same(await state(), { pending: 0, docs: 6, blobs: 6, jobs: 0 }, 'a job finding nothing to do deletes itself');
 });

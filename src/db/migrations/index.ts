@@ -28,6 +28,7 @@ import * as imapQresync from './027-imap-qresync.js';
 import * as mailFts from './028-mail-fts.js';
 import * as imapSortKeys from './029-imap-sort-keys.js';
 import * as retentionIndexes from './030-retention-indexes.js';
+import * as mailFtsPending from './031-mail-fts-pending.js';
 import * as mailSubscriptions from './032-mail-subscriptions.js';
 
 export interface Migration {
@@ -65,6 +66,7 @@ export const migrations: Migration[] = [
   { name: '028-mail-fts', ...mailFts },
   { name: '029-imap-sort-keys', ...imapSortKeys },
   { name: '030-retention-indexes', ...retentionIndexes },
+  { name: '031-mail-fts-pending', ...mailFtsPending },
   { name: '032-mail-subscriptions', ...mailSubscriptions },
 ];
 
