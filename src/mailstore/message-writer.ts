@@ -15,7 +15,7 @@ import { Batcher, insertRows, updateFromValues } from '../db/batcher.js';
 import { placeholders, queryRows, settleAll, type Tx } from '../db/index.js';
 import { commitScript, openScript, write } from '../db/script.js';
 import { applyFlags, encodeFlags, sameFlags } from './flags.js';
-import { announce, changeRow, mailboxState, nowIso, overQuota, toMeta, type ChangeRow, type Core, type MailboxState, type Pending } from './rows.js';
+import { announce, changeRow, mailboxState, nowIso, overQuota, toMeta, type ChangeRow, type Core, type MailboxState, type MessageRow, type Pending } from './rows.js';
 import { MAX_VANISHED_ROWS } from './vanished.js';
 import { MailStoreError, type Change, type FlagMode, type FlagUpdate } from './types.js';
 
@@ -28,17 +28,8 @@ export type MessageOp =
 type Transferred = { uidValidity: number; pairs: Array<[number, number]> };
 type Outcome = { value: FlagUpdate | Transferred | number[] | number } | { error: MailStoreError };
 
-/** A message row as the batch knows it (the columns of MessageMeta but the summary). */
-interface Row {
-  folder_id: number;
-  uid: number;
-  modseq: number;
-  flags: string;
-  internal_date: string;
-  size: number;
-  blob_id: string;
-  saved_ms: number | null;
-}
+/** A message row as the batch knows it (the columns of MessageMeta but the summary: META_COLUMNS). */
+type Row = Required<Omit<MessageRow, 'summary' | 'sort_keys'>>;
 
 interface FolderState {
   id: number;
