@@ -81,7 +81,8 @@ const PASSWORD = 'bench password 1';
 // ---------------------------------------------------------------------------------------------- client
 
 async function clientMain(o: Options & { port: number }): Promise<void> {
-  const send = (m: unknown) => process.send!(m);
+  // Resolves once the message is written to the IPC channel: the process exits right after its last one.
+  const send = (m: unknown) => new Promise<void>((resolve) => process.send!(m, undefined, {}, () => resolve()));
   // One FETCH 1:* (FLAGS ENVELOPE) on an idle server: cold (summaries read from the store), then warm.
   const solo = await Client.connect(o.port);
   await solo.run(`LOGIN "${USER}" "${PASSWORD}"`);
@@ -92,7 +93,7 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
   const mark = () =>
     new Promise<void>((resolve) => {
       process.once('message', () => resolve());
-      send({ mark: true });
+      void send({ mark: true });
     });
   for (let i = 0; i < 3; i++) {
     await mark();
@@ -111,7 +112,7 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
     searches.push({ cmd, ms: performance.now() - t0, hits });
   }
   solo.close();
-  send({ fetchAll, fetched, searches });
+  void send({ fetchAll, fetched, searches });
 
   const lat: Record<string, number[]> = {};
   const record = (name: string, ms: number) => (lat[name] ??= []).push(ms);
@@ -175,12 +176,13 @@ async function clientMain(o: Options & { port: number }): Promise<void> {
   );
   const seconds = (performance.now() - started) / 1000;
   for (const c of sessions) c.close();
-  send({ lat, seconds });
+  await send({ lat, seconds });
 }
 
 /** --stress: `clients` loops of connect, LOGIN, SELECT, UID FETCH, UID STORE, APPEND, STORE+EXPUNGE, LOGOUT. */
 async function stressMain(o: Options & { port: number }): Promise<void> {
-  const send = (m: unknown) => process.send!(m);
+  // Resolves once the message is written to the IPC channel: the process exits right after its last one.
+  const send = (m: unknown) => new Promise<void>((resolve) => process.send!(m, undefined, {}, () => resolve()));
   const lat: Record<string, number[]> = {};
   const errors: Record<string, number> = {};
   let logins = 0;
@@ -189,7 +191,7 @@ async function stressMain(o: Options & { port: number }): Promise<void> {
   // The server notes its CPU time and memory when the run starts (acknowledged before the first command).
   await new Promise<void>((resolve) => {
     process.once('message', () => resolve());
-    send({ mark: true });
+    void send({ mark: true });
   });
   const started = performance.now();
   const deadline = started + o.seconds * 1000;
@@ -236,7 +238,7 @@ async function stressMain(o: Options & { port: number }): Promise<void> {
       }
     }),
   );
-  send({ stress: { lat, errors, logins, seconds: (performance.now() - started) / 1000 } });
+  await send({ stress: { lat, errors, logins, seconds: (performance.now() - started) / 1000 } });
 }
 
 // ---------------------------------------------------------------------------------------------- server
