@@ -49,7 +49,9 @@ FROM node:26-trixie-slim
 # - The `node` user (uid 1000) comes with the official image; it is created only if a base lacks it.
 # - /data belongs to `node`, so a fresh named volume starts writable. A bind mount keeps the host
 #   folder's owner: `chown 1000:1000` it first.
-RUN apt-get update \
+COPY scripts/docker-entrypoint.sh /usr/local/bin/mail-entrypoint
+RUN chmod 0755 /usr/local/bin/mail-entrypoint \
+ && apt-get update \
  && apt-get install -y --no-install-recommends libcap2-bin \
  && (command -v setpriv >/dev/null || apt-get install -y --no-install-recommends setpriv) \
  && install -m 0755 "$(command -v setpriv)" /usr/local/bin/setpriv-net-bind \
@@ -96,7 +98,8 @@ STOPSIGNAL SIGTERM
 # It asks loopback unless MAIL_BIND names one specific address.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
   CMD ["node", "--input-type=commonjs", "-e", "const b = (process.env.MAIL_BIND || '').replace(/^\\[|\\]$/g, ''); const host = ['', '0.0.0.0', '::'].includes(b) ? '127.0.0.1' : b; const req = require('node:http').get({ host, port: Number(process.env.MAIL_API_PORT || 3000), path: '/health', timeout: 8000 }, (res) => process.exit(res.statusCode === 200 ? 0 : 1)); req.on('timeout', () => req.destroy(new Error('timeout'))); req.on('error', () => process.exit(1));"]
-# The README's start command, with cap_net_bind_service as an ambient capability (see above). Arguments given
-# to `docker run IMAGE …` replace CMD and run the same way.
-ENTRYPOINT ["/usr/local/bin/setpriv-net-bind", "--inh-caps=+net_bind_service", "--ambient-caps=+net_bind_service", "--"]
+# The README's start command, with cap_net_bind_service as an ambient capability (see above) through
+# scripts/docker-entrypoint.sh, which runs the command without it where the container may not have it
+# (--cap-drop ALL, no-new-privileges). Arguments given to `docker run IMAGE …` replace CMD and run the same way.
+ENTRYPOINT ["/usr/local/bin/mail-entrypoint"]
 CMD ["npm", "start"]

@@ -16,13 +16,17 @@ import t from 'tap';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
 const instructions = dockerfile.split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n');
+const entrypointScript = readFileSync(path.join(root, 'scripts/docker-entrypoint.sh'), 'utf8');
 
 t.test('the Dockerfile: no setcap on node; setpriv with cap_net_bind_service as the entrypoint; MALLOC_ARENA_MAX set', async (t) => {
   t.notMatch(instructions, /setcap[^\n]*node/, 'node carries no file capability');
   t.match(instructions, /setcap cap_net_bind_service=p \/usr\/local\/bin\/setpriv-net-bind/);
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(instructions);
   t.ok(entry, 'an ENTRYPOINT');
-  t.same(JSON.parse(entry![1]!), ['/usr/local/bin/setpriv-net-bind', '--inh-caps=+net_bind_service', '--ambient-caps=+net_bind_service', '--']);
+  t.same(JSON.parse(entry![1]!), ['/usr/local/bin/mail-entrypoint']);
+  t.match(instructions, /COPY scripts\/docker-entrypoint\.sh \/usr\/local\/bin\/mail-entrypoint/);
+  t.match(entrypointScript, /^BIND=\/usr\/local\/bin\/setpriv-net-bind$/m, 'the entrypoint raises the capability through the setcap copy of setpriv');
+  t.match(entrypointScript, /^RAISE="--inh-caps=\+net_bind_service --ambient-caps=\+net_bind_service"$/m);
   t.match(instructions, /^CMD \["npm", "start"\]$/m, 'CMD is still the README\'s start command');
   t.match(instructions, /^USER node$/m, 'still the unprivileged user');
   t.match(instructions, /MALLOC_ARENA_MAX=2/);
@@ -53,23 +57,37 @@ const tryPort = (p) => { if (p > 1000) { console.log(JSON.stringify(out)); retur
 tryPort(900);`,
   );
   chmodSync(probe, 0o644);
-  // As the image's entrypoint runs it: an unprivileged user (nobody) with an empty inheritable set. (`env -u
-  // NODE_OPTIONS`: tap's process-info hook, which nobody may not write, is not the probe's business.)
-  const run = (withEntrypoint: boolean) => {
-    const argv = ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', ...(withEntrypoint ? [entry, '--inh-caps=+net_bind_service', '--ambient-caps=+net_bind_service', '--'] : []), 'env', '-u', 'NODE_OPTIONS', process.execPath, probe];
+  // The image's entrypoint script, pointed at this copy of setpriv.
+  const script = path.join(dir, 'mail-entrypoint');
+  writeFileSync(script, entrypointScript.replace(/^BIND=.*$/m, `BIND=${entry}`), { mode: 0o755 });
+  chmodSync(script, 0o755);
+  // As the image runs it: an unprivileged user (nobody) with an empty inheritable set; `noNewPrivs` as under
+  // `docker run --security-opt no-new-privileges`. (`env -u NODE_OPTIONS`: tap's process-info hook, which nobody
+  // may not write, is not the probe's business.)
+  const run = (how: 'entrypoint' | 'plain' | 'no-new-privs') => {
+    const argv = ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', ...(how === 'no-new-privs' ? ['--no-new-privs'] : []), ...(how === 'plain' ? [] : [script]), 'env', '-u', 'NODE_OPTIONS', process.execPath, probe];
     const r = spawnSync(setpriv, argv, { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', MALLOC_ARENA_MAX: '2' } });
     t.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout.trim()) as { uid: string; capEff: string; capAmb: string; secure: number; malloc: string | null; port: number | null; error: string | null };
+    const out = JSON.parse(r.stdout.trim()) as { uid: string; capEff: string; capAmb: string; secure: number; malloc: string | null; port: number | null; error: string | null };
+    return { ...out, stderr: r.stderr };
   };
-  const started = run(true);
+  const started = run('entrypoint');
   t.equal(started.uid, '65534', 'runs unprivileged');
   t.equal(started.secure, 0, 'not AT_SECURE: glibc reads MALLOC_*');
   t.equal(started.malloc, '2', 'MALLOC_ARENA_MAX reached node');
   t.equal(BigInt(`0x${started.capAmb}`), 1n << 10n, 'cap_net_bind_service (10) as an ambient capability, nothing else');
   t.equal(BigInt(`0x${started.capEff}`), 1n << 10n);
   t.ok(started.port !== null && started.port < 1024, `bound port ${started.port}`);
-  const plain = run(false);
+  t.equal(started.stderr, '', 'nothing said');
+  const plain = run('plain');
   t.equal(plain.port, null, 'without it the same user cannot bind below 1024');
   t.equal(plain.error, 'EACCES');
+  // Without the capability to be had, the command still runs (ports of 1024 and above work), and says why.
+  const hardened = run('no-new-privs');
+  t.equal(hardened.malloc, '2', 'no-new-privileges: the command runs all the same');
+  t.equal(BigInt(`0x${hardened.capAmb}`), 0n);
+  t.equal(hardened.port, null);
+  t.equal(hardened.error, 'EACCES');
+  t.match(hardened.stderr, /cap_net_bind_service is not available/);
   t.ok(existsSync(entry));
 });
