@@ -1,6 +1,8 @@
 // The in-memory caches are bounded by bytes as well as entries (issue 34 §4, docs/PERFORMANCE.md "Caches and
 // their ceilings"): filled with values that grow with their input, each stays under its byte ceiling, and a value
 // too large for it is answered but not kept. The byte estimate itself is checked against the heap it measures.
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import t from 'tap';
 import { approxBytes } from '../../src/core/byte-size.js';
 import { ForgetfulCache } from '../../src/core/forgetful-cache.js';
@@ -9,6 +11,12 @@ import { cachedLookups } from '../../src/dns/cached-lookups.js';
 import type { DnsResolver } from '../../src/dns/resolver.js';
 import { SummaryCache } from '../../src/imap/summary-cache.js';
 import { sharedLookups } from '../../src/mta/dns-cache.js';
+
+/** V8's full collection, without --expose-gc on the command line. */
+function collector(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -23,9 +31,13 @@ t.test('approxBytes: strings, buffers, objects, maps and shared objects; the wal
   const m = new Map(rows.map((r) => [r.id, r]));
   t.ok(approxBytes(m) > 1000 * 40, 'a map of objects counts every entry');
   t.equal(approxBytes('z'.repeat(1_000_000), 4096), 4096, 'capped at the limit');
-  // Against the heap: 2,000 objects of ~1 KiB of strings measure within a factor of two of what V8 holds.
+  // Against the heap: 2,000 objects of ~1 KiB of strings measure within a factor of two of what V8 holds
+  // (a full collection before each reading, so that garbage collected in between does not count).
+  const gc = collector();
+  gc();
   const before = process.memoryUsage().heapUsed;
   const objs = Array.from({ length: 2000 }, (_, i) => ({ subject: `${'s'.repeat(200)}${i}`, body: `${'b'.repeat(800)}${i}`, n: i }));
+  gc();
   const heap = process.memoryUsage().heapUsed - before;
   const est = approxBytes(objs);
   t.ok(est > heap / 2 && est < heap * 2, `estimate ${est} vs heap ${heap}`);
