@@ -9,7 +9,7 @@
 // Each lower-cased as JavaScript lower-cases (the index's trigram tokenizer is case-sensitive, so the index
 // compares exactly what `hay.toLowerCase().includes(needle.toLowerCase())` compares).
 // From db/direct.ts, not db/index.ts: migration 028 imports this module, and db/index.ts imports the migrations.
-import { execute, queryRows, type Queryable } from '../db/direct.js';
+import { execute, placeholders, queryRows, type Queryable } from '../db/direct.js';
 import { parseMessage } from './mime/parse.js';
 import type { Core } from './rows.js';
 import { bodyText, headerText, partHeaderText } from './mime/text.js';
@@ -96,7 +96,7 @@ export function createTextSearch(core: Core) {
         const chunk = unindexed.slice(i, i + SCAN_CHUNK);
         const sources = await queryRows<{ uid: number; raw: Buffer }>(
           core.reads,
-          `SELECT m.uid, b.raw FROM mail_messages m JOIN mail_blobs b ON b.sha256 = m.blob_id WHERE m.folder_id = ? AND m.uid IN (${chunk.map(() => '?').join(', ')})`,
+          `SELECT m.uid, b.raw FROM mail_messages m JOIN mail_blobs b ON b.sha256 = m.blob_id WHERE m.folder_id = ? AND m.uid IN (${placeholders(chunk.length)})`,
           [folderId, ...chunk],
         );
         for (const { uid, raw } of sources) {
